@@ -1,0 +1,215 @@
+"""The ``tunepack`` command line: a thin face over the rooms. Every failure is one clean line.
+
+Usage:
+    tunepack validate examples/demo.yaml
+    tunepack render examples/demo.yaml -o train.py
+    tunepack run examples/demo.yaml
+    tunepack tiny-model --data examples/data/agent_traces.jsonl -o /tmp/tiny
+    tunepack jobs list | status ID | logs ID --tail 50 | cancel ID
+    tunepack registry list [NAME]
+    tunepack tracking runs PROJECT | summary PROJECT RUN
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import TunepackError
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _progress(verbose: bool):
+    """Turn job log lines into short progress lines on stderr."""
+
+    def show(line: str) -> None:
+        if line.startswith("TUNEPACK_METRIC "):
+            m = json.loads(line.split(" ", 1)[1])
+            if "loss" in m:
+                parts = [f"step {m['step']}/{m['max_steps']}", f"loss {m['loss']:.4f}"]
+                if "mean_token_accuracy" in m:
+                    parts.append(f"token acc {m['mean_token_accuracy']:.3f}")
+                if "learning_rate" in m:
+                    parts.append(f"lr {m['learning_rate']:.2e}")
+                print("  " + "  ".join(parts), file=sys.stderr, flush=True)
+            elif "eval_loss" in m:
+                print(f"  step {m['step']}/{m['max_steps']}  eval loss {m['eval_loss']:.4f}", file=sys.stderr, flush=True)
+        elif line.startswith("[tunepack]") or verbose:
+            print("  " + line, file=sys.stderr, flush=True)
+
+    return show
+
+
+def cmd_validate(args) -> None:
+    from .config import dump_config, load_config
+
+    cfg = load_config(args.config)
+    if args.json:
+        _print_json(cfg.model_dump(mode="json"))
+    else:
+        print(f"ok: {args.config} is valid — model {cfg.model.name}, data {cfg.data.hub_id or ', '.join(cfg.data.path)}")
+        if args.show:
+            print(dump_config(cfg), end="")
+
+
+def cmd_render(args) -> None:
+    from .config import load_config
+    from .pipeline import ensure_tiny_model, precheck_data
+    from .train.render import write_script
+
+    cfg = load_config(args.config)
+    model_path = None
+    if cfg.model.is_tiny:
+        precheck_data(cfg)
+        model_path = ensure_tiny_model(cfg)
+    out = write_script(cfg, args.output, model_path=model_path, run_name=args.run_name)
+    print(f"wrote {out} — run it with: python {out}  (or: uv run {out})")
+
+
+def cmd_run(args) -> None:
+    from .pipeline import run_pipeline
+
+    print(f"tunepack: running {args.config}", file=sys.stderr)
+    result = run_pipeline(args.config, on_line=None if args.json else _progress(args.verbose), timeout_s=args.timeout)
+    if args.json:
+        _print_json(result.model_dump())
+        return
+    print(f"done in {result.wall_time_s:.0f} s: {result.steps} steps, loss {result.first_loss:.4f} → {result.last_loss:.4f}"
+          f" ({'4-bit QLoRA' if result.used_4bit else 'LoRA'})")
+    print(f"adapter:    {result.adapter_path}  (registry {result.registry_name} v{result.registry_version})")
+    print(f"model card: {result.card_path}")
+    print(f"trackio:    project '{result.trackio_project}', run '{result.trackio_run}' in {result.trackio_dir}"
+          f"  (view: TRACKIO_DIR={result.trackio_dir} trackio show --project {result.trackio_project})")
+    print(f"job log:    {result.log_path}")
+
+
+def cmd_tiny_model(args) -> None:
+    from .errors import require_extra
+
+    require_extra("torch", "train")
+    from .train.tiny_model import build_tiny_model
+
+    path = build_tiny_model(args.data, args.output, arch=args.arch, vocab_size=args.vocab_size)
+    print(f"wrote tiny {args.arch} model to {path}")
+
+
+def cmd_jobs(args) -> None:
+    from .jobs import get_backend
+
+    backend = get_backend(args.backend)
+    if args.action == "list":
+        labels = dict(kv.split("=", 1) for kv in args.label or [])
+        infos = backend.list(labels=labels or None, state=args.state)
+        if args.json:
+            _print_json([i.model_dump() for i in infos])
+        for i in [] if args.json else infos:
+            print(f"{i.id}  {i.state:<9}  {i.name}")
+        return
+    if not args.job_id:
+        raise TunepackError(f"`tunepack jobs {args.action}` needs a job id.", "run `tunepack jobs list` to find it.")
+    if args.action == "logs":
+        print(backend.logs(args.job_id, tail=args.tail))
+    elif args.action == "cancel":
+        _print_json(backend.cancel(args.job_id).model_dump())
+    else:
+        _print_json(backend.status(args.job_id).model_dump())
+
+
+def cmd_registry(args) -> None:
+    from .registry import LocalRegistry
+
+    versions = LocalRegistry().list(args.name)
+    if args.json:
+        _print_json([v.model_dump() for v in versions])
+    for v in [] if args.json else versions:
+        print(f"{v.name} v{v.version}  {v.path}  (run {v.run_name})")
+
+
+def cmd_tracking(args) -> None:
+    from .tracking import TrackioStore
+
+    store = TrackioStore()
+    if args.action == "projects":
+        print("\n".join(store.projects()))
+    elif args.action == "runs":
+        print("\n".join(store.runs(args.project)))
+    else:
+        _print_json(store.summary(args.project, args.run).model_dump())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tunepack", description="Post-train small language models end to end.")
+    parser.add_argument("--version", action="version", version=f"tunepack {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="check a config (keys, types, combinations, paths)")
+    p.add_argument("config")
+    p.add_argument("--show", action="store_true", help="print the config with defaults filled in")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("render", help="write the self-contained PEP 723 training script")
+    p.add_argument("config")
+    p.add_argument("-o", "--output", default="train.py")
+    p.add_argument("--run-name", default=None, help="Trackio run name (default: from the config + a timestamp)")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("run", help="validate, render, train as a local job, track, register the adapter")
+    p.add_argument("config")
+    p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every line of the job log")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("tiny-model", help="build the embedded tiny random-initialised model")
+    p.add_argument("--data", nargs="+", required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--arch", choices=["qwen3", "llama"], default="qwen3")
+    p.add_argument("--vocab-size", type=int, default=2048)
+    p.set_defaults(func=cmd_tiny_model)
+
+    p = sub.add_parser("jobs", help="list, follow or cancel jobs")
+    p.add_argument("action", choices=["list", "status", "logs", "cancel"])
+    p.add_argument("job_id", nargs="?")
+    p.add_argument("--backend", default="local")
+    p.add_argument("--tail", type=int, default=None)
+    p.add_argument("--label", action="append", help="KEY=VALUE filter (list)")
+    p.add_argument("--state", default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_jobs)
+
+    p = sub.add_parser("registry", help="list adapter versions")
+    p.add_argument("action", choices=["list"])
+    p.add_argument("name", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_registry)
+
+    p = sub.add_parser("tracking", help="read Trackio projects, runs and run summaries")
+    p.add_argument("action", choices=["projects", "runs", "summary"])
+    p.add_argument("project", nargs="?")
+    p.add_argument("run", nargs="?")
+    p.set_defaults(func=cmd_tracking)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except TunepackError as exc:
+        print(f"tunepack: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("tunepack: interrupted (the job was cancelled)", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

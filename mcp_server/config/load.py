@@ -1,0 +1,173 @@
+"""Load a YAML config into a TrainConfig, turning every failure into one ConfigError.
+
+Two steps: ``parse_config`` checks keys, types and combinations (no file system access beyond
+the YAML itself); ``resolve_config`` makes local paths absolute against the config's folder and
+checks that they exist, so a job never starts on a missing dataset or model folder.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ConfigError, DataError
+from .schema import HUB_ID, TrainConfig
+
+DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
+# Names people (and agents) often bring from other trainers.
+SYNONYMS = {
+    "lr": "learning_rate", "epochs": "num_train_epochs", "batch_size": "per_device_train_batch_size",
+    "max_seq_length": "max_length", "seq_len": "max_length", "rank": "r", "lora_alpha": "alpha",
+    "lora_dropout": "dropout", "lora_r": "r", "grad_accum": "gradient_accumulation_steps",
+}
+FIX = "edit the keys named above, then re-check with `tunepack validate CONFIG`."
+
+
+def _section_model(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    model: type[BaseModel] | None = TrainConfig
+    for part in loc:
+        if model is None or not isinstance(part, str) or part not in model.model_fields:
+            return model
+        annotation = model.model_fields[part].annotation
+        model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    return model
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = tuple(error["loc"])
+    key = ".".join(str(p) for p in loc) or "(top level)"
+    if error["type"] == "extra_forbidden":
+        parent = _section_model(loc[:-1])
+        allowed = sorted(parent.model_fields) if parent else []
+        guess = [SYNONYMS[str(loc[-1])]] if SYNONYMS.get(str(loc[-1])) in allowed else []
+        guess = guess or difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f" — did you mean '{guess[0]}'?" if guess else ""
+        where = ".".join(str(p) for p in loc[:-1]) or "the top level"
+        return f"unknown key '{key}'{hint} (allowed in {where}: {', '.join(allowed)})"
+    if error["type"] == "missing":
+        return f"missing required key '{key}'"
+    message = error["msg"].removeprefix("Value error, ")
+    if loc and error["type"] != "value_error":
+        return f"'{key}' = {error.get('input')!r}: {message}"
+    return message if (not loc or message.startswith(key)) else f"{key}: {message}"
+
+
+def parse_config(data: Any, source: str = "config") -> TrainConfig:
+    """Validate a mapping (already parsed YAML or tool arguments) into a TrainConfig."""
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"{source} must be a YAML mapping with sections model, data, lora, training, ... "
+            f"but it holds a {type(data).__name__}.",
+            "start from examples/demo.yaml and change the values you need.",
+        )
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = [_describe(e) for e in exc.errors()]
+        raise ConfigError(f"{source} is invalid: " + "; ".join(problems) + ".", FIX) from None
+
+
+def read_yaml(path: str | Path) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Config file '{path}' does not exist.", "pass the path of a YAML config, e.g. examples/demo.yaml.")
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ConfigError(
+            f"Config '{path}' is not valid YAML{where}: {reason}.",
+            "fix the YAML syntax there (indentation with spaces, 'key: value', quotes around values with ':').",
+        ) from None
+
+
+def load_config(path: str | Path) -> TrainConfig:
+    """Read, validate and resolve a YAML config file."""
+    path = Path(path)
+    return resolve_config(parse_config(read_yaml(path), source=f"Config '{path}'"), base_dir=path.parent)
+
+
+def _data_files(entry: Path) -> list[Path]:
+    if entry.is_dir():
+        return sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES)
+    return [entry]
+
+
+def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
+    """Return a copy whose local paths are absolute and known to exist."""
+    base = Path(base_dir).resolve()
+    cfg = cfg.model_copy(deep=True)
+
+    def absolute(value: str) -> Path:
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else (base / p)
+
+    if cfg.data.path:
+        resolved: list[str] = []
+        for entry in cfg.data.path:
+            p = absolute(entry)
+            if not p.exists():
+                raise DataError(
+                    f"data.path '{entry}' does not exist (looked at {p}).",
+                    "point data.path at a .jsonl/.json/.parquet file or a folder of them; "
+                    "relative paths are read from the config file's folder.",
+                )
+            files = _data_files(p)
+            if not files:
+                raise DataError(
+                    f"data.path '{entry}' is a folder with no .jsonl/.json/.parquet files.",
+                    "put the dataset files there, or point data.path at the files themselves.",
+                )
+            for f in files:
+                if f.suffix not in DATA_SUFFIXES:
+                    raise DataError(
+                        f"data.path '{f}' has the suffix '{f.suffix}', which the loader cannot read.",
+                        "convert it to .jsonl, .json or .parquet.",
+                    )
+                if f.stat().st_size == 0:
+                    raise DataError(f"data.path '{f}' is empty (0 bytes).", "write rows into it or remove it from data.path.")
+            resolved.extend(str(f) for f in files)
+        cfg.data.path = resolved
+
+    if not cfg.model.is_tiny:
+        p = absolute(cfg.model.name)
+        looks_local = cfg.model.name.startswith((".", "/", "~")) or p.exists() or not HUB_ID.match(cfg.model.name)
+        if looks_local:
+            if not p.is_dir():
+                raise ConfigError(
+                    f"model.name '{cfg.model.name}' is neither an existing model folder (looked at {p}) "
+                    "nor a Hub id of the form namespace/name.",
+                    "give a Hub id such as Qwen/Qwen3-0.6B, the path of a saved model folder, "
+                    "or tiny:qwen3 for the embedded CPU demo model.",
+                )
+            if not (p / "config.json").is_file():
+                raise ConfigError(
+                    f"model.name '{p}' is a folder without config.json, so it is not a saved model.",
+                    "point at the folder written by save_pretrained (it holds config.json and the weights).",
+                )
+            cfg.model.name = str(p)
+
+    tmpl = cfg.chat_template
+    if tmpl != "model" and not tmpl.startswith("trl:"):
+        p = absolute(tmpl)
+        if not p.is_file():
+            raise ConfigError(
+                f"chat_template file '{tmpl}' does not exist (looked at {p}).",
+                "give the path of a .jinja file, 'model', or a TRL training template such as trl:qwen3.",
+            )
+        cfg.chat_template = str(p)
+
+    if cfg.output.adapter_dir:
+        cfg.output.adapter_dir = str(absolute(cfg.output.adapter_dir))
+    return cfg
+
+
+def dump_config(cfg: TrainConfig) -> str:
+    """The config as YAML, defaults included (what the script and the manifest record)."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

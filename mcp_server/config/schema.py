@@ -1,0 +1,255 @@
+"""The training config: one pydantic model per section, unknown keys forbidden.
+
+Every field carries a description: it is what an agent reads in the JSON schema, and what the
+error messages quote. Cross-field rules ("impossible combinations") live in model validators and
+raise ValueError with the key, the value and what is allowed; ``load.py`` turns them into one
+ConfigError.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+TINY_PREFIX = "tiny:"
+TINY_ARCHS = ("qwen3", "llama")
+DataFormat = Literal["auto", "messages", "prompt_completion"]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelSection(Section):
+    name: str = Field(
+        description="Hub id (e.g. Qwen/Qwen3-0.6B), a local model folder, or tiny:qwen3 / tiny:llama "
+        "for the embedded random-initialised model (CPU demos and tests).",
+        min_length=1,
+    )
+    revision: str | None = Field(None, description="Hub revision (branch, tag or commit).")
+    dtype: Literal["auto", "bfloat16", "float16", "float32"] = Field(
+        "auto", description="Weights dtype: auto = bfloat16 on CUDA, float32 on CPU."
+    )
+    trust_remote_code: bool = Field(False, description="Allow custom modelling code from the hub.")
+
+    @field_validator("name")
+    @classmethod
+    def _known_tiny(cls, value: str) -> str:
+        if value.startswith(TINY_PREFIX) and value[len(TINY_PREFIX):] not in TINY_ARCHS:
+            raise ValueError(
+                f"'{value}' is not an embedded model; allowed: "
+                + ", ".join(TINY_PREFIX + a for a in TINY_ARCHS)
+            )
+        return value
+
+    @property
+    def is_tiny(self) -> bool:
+        return self.name.startswith(TINY_PREFIX)
+
+
+class DataSection(Section):
+    path: list[str] = Field(
+        default_factory=list,
+        description="Local .jsonl/.json/.parquet files or folders of them (one string or a list).",
+    )
+    hub_id: str | None = Field(None, description="A dataset repo on the Hub (namespace/name).")
+    revision: str | None = Field(None, description="Hub dataset revision.")
+    format: DataFormat = Field(
+        "auto",
+        description="messages = conversational rows (TRL 'messages' + optional 'tools'); "
+        "prompt_completion = 'prompt'/'completion' rows; auto = detect from the columns.",
+    )
+    split: str = Field("train", description="Split to train on.")
+    messages_column: str = Field("messages", description="Column holding the conversation.")
+    tools_column: str = Field("tools", description="Column holding the tool JSON schemas.")
+    eval_split: str | None = Field(None, description="A split to evaluate on during training.")
+    eval_fraction: float | None = Field(
+        None, gt=0, lt=0.5, description="Hold out this fraction of the train split for evaluation."
+    )
+    allow_truncation: bool = Field(
+        False,
+        description="Allow rows whose trained tokens fall past training.max_length (they are cut "
+        "or dropped by TRL). Off by default: the mask check fails instead.",
+    )
+    mask_check_rows: int = Field(
+        256, ge=1, description="How many rows the mask check renders and verifies token by token."
+    )
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "DataSection":
+        if bool(self.path) == bool(self.hub_id):
+            raise ValueError(
+                "data.path and data.hub_id: give exactly one source "
+                "(local files/folders in data.path, or a Hub dataset id in data.hub_id)"
+            )
+        if self.hub_id and not HUB_ID.match(self.hub_id):
+            raise ValueError(f"data.hub_id '{self.hub_id}' is not a repo id of the form namespace/name")
+        if self.eval_split and self.eval_fraction:
+            raise ValueError(
+                "data.eval_split and data.eval_fraction: set at most one "
+                "(an existing split, or a fraction held out of the train split)"
+            )
+        return self
+
+
+class LoraSection(Section):
+    r: int = Field(16, ge=1, le=1024, description="LoRA rank.")
+    alpha: int = Field(32, ge=1, description="LoRA alpha (scaling = alpha / r).")
+    dropout: float = Field(0.05, ge=0, lt=1, description="LoRA dropout.")
+    target_modules: str | list[str] = Field(
+        "all-linear", description="'all-linear' or a list of module names (e.g. [q_proj, v_proj])."
+    )
+
+    @field_validator("target_modules")
+    @classmethod
+    def _non_empty(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and not value:
+            raise ValueError("an empty list trains nothing; use 'all-linear' or name the modules")
+        return value
+
+
+class TrainingSection(Section):
+    learning_rate: float = Field(2e-4, gt=0, le=1, description="Peak learning rate.")
+    num_train_epochs: float = Field(1.0, gt=0, description="Epochs (ignored when max_steps > 0).")
+    max_steps: int = Field(-1, description="Total optimizer steps; -1 = use num_train_epochs.")
+    per_device_train_batch_size: int = Field(4, ge=1, description="Batch size per device.")
+    gradient_accumulation_steps: int = Field(1, ge=1, description="Micro-batches per step.")
+    max_length: int = Field(1024, ge=16, description="Longest tokenized row (tokens).")
+    packing: bool = Field(False, description="Pack rows into max_length sequences (BFD).")
+    seed: int = Field(42, description="Random seed.")
+    logging_steps: int = Field(10, ge=1, description="Log metrics every N steps.")
+    eval_steps: int | None = Field(None, ge=1, description="Evaluate every N steps (default: logging_steps).")
+    warmup_ratio: float = Field(0.03, ge=0, lt=1, description="Share of steps spent warming up.")
+    lr_scheduler_type: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "cosine"
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    gradient_checkpointing: bool = Field(True, description="Trade compute for memory.")
+    save_steps: int | None = Field(None, ge=1, description="Checkpoint every N steps (default: only at the end).")
+
+    @field_validator("max_steps")
+    @classmethod
+    def _steps(cls, value: int) -> int:
+        if value == 0 or value < -1:
+            raise ValueError(f"{value} trains nothing; use a positive step count or -1 (use epochs)")
+        return value
+
+
+class TrackingSection(Section):
+    project: str = Field("tunepack", min_length=1, description="Trackio project.")
+    run_name: str | None = Field(
+        None, description="Trackio run name (default: model, rank and learning rate plus a timestamp)."
+    )
+    space_id: str | None = Field(None, description="Optional Trackio Space (namespace/name) to sync to.")
+    private: bool = Field(True, description="Create the Space private.")
+
+    @field_validator("project")
+    @classmethod
+    def _safe_project(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]+", value):
+            raise ValueError(f"'{value}' may only hold letters, digits, '-' and '_'")
+        return value
+
+    @field_validator("space_id")
+    @classmethod
+    def _space(cls, value: str | None) -> str | None:
+        if value is not None and not HUB_ID.match(value):
+            raise ValueError(f"'{value}' is not a Space id of the form namespace/name")
+        return value
+
+
+class OutputSection(Section):
+    name: str | None = Field(
+        None, description="Registry name of the adapter (default: tracking.run_name or the model name)."
+    )
+    adapter_dir: str | None = Field(
+        None, description="Where the script saves the adapter (default: a folder in the job's workdir)."
+    )
+    hub_repo_id: str | None = Field(None, description="Hub model repo to push the adapter to (later: push).")
+    private: bool = Field(True, description="Create the Hub repo private.")
+
+    @field_validator("hub_repo_id")
+    @classmethod
+    def _repo(cls, value: str | None) -> str | None:
+        if value is not None and not HUB_ID.match(value):
+            raise ValueError(f"'{value}' is not a repo id of the form namespace/name")
+        return value
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", value):
+            raise ValueError(f"'{value}' may only hold letters, digits, '.', '-' and '_'")
+        return value
+
+
+class EvalSection(Section):
+    tasks: list[Literal["humaneval", "mbpp"]] = Field(
+        default_factory=list, description="Benchmarks to run after training (filled by the eval step)."
+    )
+    limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems (smoke runs).")
+
+
+ChatTemplate = Annotated[
+    str,
+    Field(
+        description="'model' = the tokenizer's own template; 'trl:<name>' = a TRL training template "
+        "with generation markers (e.g. trl:qwen3); or a path to a .jinja file.",
+        min_length=1,
+    ),
+]
+
+
+class TrainConfig(Section):
+    """A whole QLoRA SFT run: what to train, on what, how, and where the results go."""
+
+    model: ModelSection
+    data: DataSection
+    chat_template: ChatTemplate = "model"
+    lora: LoraSection = Field(default_factory=LoraSection)
+    quantization: Literal["auto", "4bit", "none"] = Field(
+        "auto",
+        description="4bit = QLoRA (nf4 + double quant + bf16 compute); none = plain LoRA; "
+        "auto = 4bit when CUDA is present at run time, else none.",
+    )
+    training: TrainingSection = Field(default_factory=TrainingSection)
+    tracking: TrackingSection = Field(default_factory=TrackingSection)
+    output: OutputSection = Field(default_factory=OutputSection)
+    eval: EvalSection = Field(default_factory=EvalSection)
+
+    @model_validator(mode="after")
+    def _combinations(self) -> "TrainConfig":
+        tmpl = self.chat_template
+        if tmpl.startswith("trl:") and not re.fullmatch(r"trl:[a-z0-9_]+", tmpl):
+            raise ValueError(f"chat_template '{tmpl}' is not of the form trl:<name> (e.g. trl:qwen3)")
+        if tmpl not in ("model",) and not tmpl.startswith("trl:") and not tmpl.endswith((".jinja", ".j2")):
+            raise ValueError(
+                f"chat_template '{tmpl}': allowed are 'model', 'trl:<name>' or a path to a .jinja/.j2 file"
+            )
+        if self.training.eval_steps and not (self.data.eval_split or self.data.eval_fraction):
+            raise ValueError(
+                "training.eval_steps is set but there is no eval data: "
+                "set data.eval_split or data.eval_fraction, or remove training.eval_steps"
+            )
+        return self
+
+    @property
+    def run_name(self) -> str:
+        if self.tracking.run_name:
+            return self.tracking.run_name
+        base = self.model.name.rstrip("/").split("/")[-1].replace(":", "-")
+        return f"{base}-r{self.lora.r}-lr{self.training.learning_rate:g}"
+
+    @property
+    def registry_name(self) -> str:
+        """Versions of one adapter line accumulate under this name in the registry."""
+        if self.output.name:
+            return self.output.name
+        base = self.model.name.rstrip("/").split("/")[-1].replace(":", "-")
+        return (re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.") or "adapter") + "-sft"

@@ -1,0 +1,63 @@
+"""The model card (README.md) written beside every adapter version, from templates/model_card.md.j2.
+
+It is filled from the run manifest the training script wrote and from the Trackio summary, and it
+keeps a marked results section that the evaluation step replaces in place.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from ..resources import jinja_env
+from ..tracking import RunSummary
+
+RESULTS_START, RESULTS_END = "<!-- tunepack:results:start -->", "<!-- tunepack:results:end -->"
+NOT_EVALUATED = ("Not evaluated yet. Evaluation (HumanEval, MBPP) fills this table:\n\n"
+                 "| Benchmark | Metric | Base model | Base + adapter |\n|---|---|---|---|\n")
+METRIC_ORDER = ("loss", "mean_token_accuracy", "entropy", "grad_norm", "learning_rate", "num_tokens",
+                "eval_loss", "eval_mean_token_accuracy")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _fmt(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def render_card(manifest: dict, summary: RunSummary | None, *, name: str, version: int | None = None,
+                results_markdown: str = NOT_EVALUATED) -> str:
+    config = manifest["config"]
+    base = config["model"]["name"]
+    data = config["data"]
+    first = summary.first if summary else {}
+    metric_keys = [k for k in METRIC_ORDER if k in first]
+    env = jinja_env()
+    env.filters.setdefault("basename", lambda p: Path(str(p)).name)
+    return env.get_template("model_card.md.j2").render(
+        name=name, version=version, tunepack_version=manifest.get("tunepack_version"),
+        base_model=base, base_model_id=base if HUB_ID.match(base) else None,
+        base_model_revision=config["model"].get("revision"),
+        used_4bit=manifest["quantization"]["used_4bit"], quantization_reason=manifest["quantization"]["reason"],
+        config=config, chat_template=manifest.get("chat_template"),
+        dataset_id=data.get("hub_id"),
+        data_source=f"Hub dataset `{data['hub_id']}`" if data.get("hub_id") else "local files",
+        dataset=manifest["dataset"], mask=manifest["mask_check"], training=manifest["training"],
+        device=manifest["device"], trackio=manifest["trackio"], libraries=manifest.get("libraries", {}),
+        metric_keys=metric_keys, first=first, last=summary.last if summary else {},
+        minimum=summary.minimum if summary else {}, maximum=summary.maximum if summary else {}, fmt=_fmt,
+        results_markdown=results_markdown.rstrip("\n"), script_sha256=manifest.get("script_sha256"),
+        config_hash=manifest.get("config_hash"), git_commit=manifest.get("git_commit"),
+        config_yaml=yaml.safe_dump(config, sort_keys=False),
+    )
+
+
+def replace_results(card: str, results_markdown: str) -> str:
+    """Swap the marked results section of a card (used by the evaluation step)."""
+    start, end = card.index(RESULTS_START) + len(RESULTS_START), card.index(RESULTS_END)
+    return card[:start] + "\n" + results_markdown.rstrip("\n") + "\n" + card[end:]

@@ -1,0 +1,37 @@
+"""Files tunepack ships beside its code: jinja2 templates and Agent Skills folders.
+
+Both live at the repository root (``templates/``, ``skills/``) and are reached through the
+``mcp_server/assets`` symlinks, which the wheel build copies as package data, so the same lookup
+works from a clone, an editable install and an installed wheel.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+
+def templates_dir() -> Path:
+    return ASSETS / "templates"
+
+
+def skills_dir() -> Path:
+    return ASSETS / "skills"
+
+
+@lru_cache(maxsize=1)
+def jinja_env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_template(name: str, **context: object) -> str:
+    return jinja_env().get_template(name).render(**context)

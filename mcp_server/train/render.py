@@ -1,0 +1,90 @@
+"""Render a TrainConfig into one self-contained PEP 723 SFT script (templates/sft_train.py.j2).
+
+The script is the unit of work: the local runner and HF Jobs run the same file. It embeds the
+config, the render facts and the mask check's source, and pins the library versions tunepack is
+tested against (``pins.yaml``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pprint
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from .. import __version__
+from ..config import TrainConfig
+from ..resources import render_template
+
+HERE = Path(__file__).resolve().parent
+TEMPLATE = "sft_train.py.j2"
+
+
+def pins() -> list[str]:
+    return list(yaml.safe_load((HERE / "pins.yaml").read_text(encoding="utf-8")))
+
+
+def config_hash(cfg: TrainConfig) -> str:
+    """A short stable hash of everything that changes training (labels, ledger, dedup)."""
+    canonical = json.dumps(cfg.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def _git_commit(cwd: Path) -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def run_name_for(cfg: TrainConfig) -> str:
+    """tracking.run_name, else a name from the config plus a timestamp (one Trackio run per render)."""
+    return cfg.tracking.run_name or f"{cfg.run_name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: str | None = None) -> str:
+    """The script text. ``model_path`` replaces ``model.name`` where it was resolved (tiny models)."""
+    run_name = run_name or run_name_for(cfg)
+    maskcheck = "".join(  # the script has its own __future__ import at the top
+        line for line in (HERE / "maskcheck.py").read_text(encoding="utf-8").splitlines(keepends=True)
+        if not line.startswith("from __future__")
+    )
+    info = {
+        "tunepack_version": __version__,
+        "run_name": run_name,
+        "config_hash": config_hash(cfg),
+        "model_path": model_path or cfg.model.name,
+        "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": _git_commit(Path.cwd()),
+    }
+    return render_template(
+        TEMPLATE,
+        pins=pins(),
+        tunepack_version=__version__,
+        run_name=run_name,
+        config_hash=info["config_hash"],
+        model_label=cfg.model.name,
+        config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
+        render_literal=pprint.pformat(info, sort_dicts=False, width=100),
+        maskcheck_source=maskcheck,
+    )
+
+
+def write_script(cfg: TrainConfig, out: str | Path, *, model_path: str | None = None,
+                 run_name: str | None = None) -> Path:
+    """Write the script atomically (a crash never leaves half a script behind)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = render_script(cfg, model_path=model_path, run_name=run_name)
+    fd, tmp = tempfile.mkstemp(prefix=".train-", suffix=".py", dir=out.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, out)
+    return out
