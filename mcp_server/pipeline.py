@@ -158,6 +158,8 @@ def run_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | None
         output_dir, cfg.registry_name, base_model=cfg.model.name, run_name=run_name, job_id=job.id,
         card=lambda version: render_card(manifest, summary, name=cfg.registry_name, version=version),
     )
+    if not cfg.output.adapter_dir:
+        shutil.rmtree(output_dir, ignore_errors=True)  # the registry holds the copy now
     mask = (parse_markers(log_text, "MASK") or [manifest.get("mask_check", {})])[-1]
     training = manifest["training"]
     return RunResult(

@@ -1,0 +1,110 @@
+"""The local job backend with real subprocesses."""
+
+import os
+import time
+
+import pytest
+
+from mcp_server.errors import ConfigError, DataError, JobError
+from mcp_server.jobs import JobSpec, failure_error, get_backend, parse_markers
+from mcp_server.jobs.local import LocalBackend
+
+
+@pytest.fixture
+def backend(tmp_path):
+    return LocalBackend(root=tmp_path / "jobs")
+
+
+def script(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(body)
+    return str(path)
+
+
+def test_submit_wait_logs_and_list(tmp_path, backend):
+    s = script(tmp_path, "ok.py", "import sys\nfor i in range(3): print('line', i, sys.argv[1:], flush=True)\n")
+    job = backend.submit(JobSpec(script=s, args=["--x", "1"], name="ok", labels={"project": "p", "run": "r1"}))
+    assert job.state in ("queued", "running", "succeeded")
+    seen = []
+    info = backend.wait(job.id, timeout_s=60, on_line=seen.append)
+    assert info.state == "succeeded" and info.exit_code == 0 and info.ended_at >= info.started_at
+    assert seen == [f"line {i} ['--x', '1']" for i in range(3)]
+    assert backend.logs(job.id, tail=1) == "line 2 ['--x', '1']"
+    other = backend.submit(JobSpec(script=s, labels={"project": "p", "run": "r2"}))
+    backend.wait(other.id, timeout_s=60)
+    assert [j.id for j in backend.list(labels={"run": "r1"})] == [job.id]
+    assert {j.id for j in backend.list(labels={"project": "p"})} == {job.id, other.id}
+    assert backend.list(state="failed") == []
+
+
+def test_state_survives_a_new_backend_object(tmp_path, backend):
+    s = script(tmp_path, "ok.py", "print('hi')\n")
+    job = backend.submit(JobSpec(script=s))
+    backend.wait(job.id, timeout_s=60)
+    again = LocalBackend(root=tmp_path / "jobs")
+    assert again.status(job.id).state == "succeeded" and "hi" in again.logs(job.id)
+
+
+def test_failure_exit_code(tmp_path, backend):
+    job = backend.submit(JobSpec(script=script(tmp_path, "bad.py", "raise SystemExit(4)\n")))
+    info = backend.wait(job.id, timeout_s=60)
+    assert info.state == "failed" and info.exit_code == 4
+
+
+def test_cancel_stops_the_script(tmp_path, backend):
+    marker = tmp_path / "still-running"
+    body = f"import time, pathlib\nprint('start', flush=True)\ntime.sleep(30)\npathlib.Path({str(marker)!r}).touch()\n"
+    job = backend.submit(JobSpec(script=script(tmp_path, "slow.py", body)))
+    deadline = time.time() + 30
+    while "start" not in backend.logs(job.id) and time.time() < deadline:
+        time.sleep(0.1)
+    assert backend.cancel(job.id).state == "cancelled"
+    assert not marker.exists()
+
+
+def test_timeout_kills_the_job(tmp_path, backend):
+    job = backend.submit(JobSpec(script=script(tmp_path, "slow.py", "import time\ntime.sleep(30)\n"), timeout_s=1))
+    info = backend.wait(job.id, timeout_s=60)
+    assert info.state == "timeout" and "timeout of 1 s" in backend.logs(job.id)
+
+
+def test_secrets_by_name_never_written(tmp_path, backend, monkeypatch):
+    monkeypatch.setenv("TUNEPACK_TEST_SECRET", "s3cret-value")
+    s = script(tmp_path, "env.py", "import os\nprint(len(os.environ['TUNEPACK_TEST_SECRET']))\n")
+    job = backend.submit(JobSpec(script=s, secrets=["TUNEPACK_TEST_SECRET"]))
+    backend.wait(job.id, timeout_s=60)
+    assert backend.logs(job.id).strip() == "12"
+    for path in (tmp_path / "jobs").rglob("*"):
+        if path.is_file() and path.suffix != ".db":
+            assert "s3cret-value" not in path.read_text(errors="replace")
+    monkeypatch.delenv("TUNEPACK_TEST_SECRET")
+    with pytest.raises(JobError, match="TUNEPACK_TEST_SECRET"):
+        backend.submit(JobSpec(script=s, secrets=["TUNEPACK_TEST_SECRET"]))
+
+
+def test_unknown_job_and_missing_script(tmp_path, backend):
+    with pytest.raises(JobError, match="no local job 'nope'"):
+        backend.status("nope")
+    with pytest.raises(JobError, match="does not exist"):
+        backend.submit(JobSpec(script=str(tmp_path / "missing.py")))
+    with pytest.raises(JobError, match="Unknown job backend"):
+        get_backend("moon")
+
+
+def test_hardware_is_free_and_local(backend):
+    (hw,) = backend.hardware()
+    assert hw.name == "local" and hw.price_per_hour_usd == 0 and str(os.cpu_count()) in hw.description
+
+
+def test_markers_and_failure_errors(tmp_path, backend):
+    body = ("import json\nprint('TUNEPACK_METRIC ' + json.dumps({'step': 1}))\n"
+            "print('TUNEPACK_ERROR ' + json.dumps({'kind': 'data', 'problem': 'P.', 'fix': 'F.'}))\nraise SystemExit(3)\n")
+    job = backend.submit(JobSpec(script=script(tmp_path, "err.py", body)))
+    info = backend.wait(job.id, timeout_s=60)
+    log = backend.logs(job.id)
+    assert parse_markers(log, "METRIC") == [{"step": 1}]
+    err = failure_error(info, log)
+    assert isinstance(err, DataError) and err.problem.startswith("P.") and err.fix == "F." and job.id in err.problem
+    assert isinstance(failure_error(info, log.replace('"data"', '"config"')), ConfigError)
+    crash = failure_error(info, "Traceback...\nRuntimeError: boom\n")
+    assert isinstance(crash, JobError) and "RuntimeError: boom" in crash.problem and "exit code 3" in crash.problem

@@ -1,0 +1,106 @@
+"""The spine end to end: the README's demo once per session, and each bad input's single error."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import short_conversation, write_jsonl
+from mcp_server.errors import ConfigError, DataError
+from mcp_server.pipeline import precheck_data, read_local_rows, run_pipeline
+from mcp_server.registry import LocalRegistry
+from mcp_server.tracking import TrackioStore
+
+
+@pytest.mark.slow
+def test_demo_trains_tracks_registers_and_writes_the_card(demo_run):
+    adapter = Path(demo_run["adapter_path"])
+    for name in ("adapter_config.json", "adapter_model.safetensors", "tunepack_manifest.json", "README.md",
+                 "registry.json", "tokenizer.json"):
+        assert (adapter / name).is_file(), name
+    assert demo_run["registry_name"] == "tiny-qwen3-agent-sft" and adapter.name == f"v{demo_run['registry_version']}"
+    assert demo_run["last_loss"] < demo_run["first_loss"]
+    assert demo_run["used_4bit"] is False and demo_run["mask_check"]["problems"] == []
+    manifest = json.loads((adapter / "tunepack_manifest.json").read_text())
+    assert manifest["quantization"]["reason"] == "auto: no CUDA, plain LoRA"
+    assert manifest["dataset"]["eval_rows"] > 0
+    card = Path(demo_run["card_path"]).read_text()
+    assert "| loss |" in card and "| eval_loss |" in card and "Not evaluated yet" in card
+    summary = TrackioStore(demo_run["trackio_dir"]).summary(demo_run["trackio_project"], demo_run["trackio_run"])
+    assert summary.first["loss"] == pytest.approx(demo_run["first_loss"])
+    assert summary.last["loss"] == pytest.approx(demo_run["last_loss"])
+    assert demo_run["trackio_dir"] == os.environ["TRACKIO_DIR"]
+
+
+def config(tmp_path, data: Path, name: str, **training) -> Path:
+    path = tmp_path / "cfg.yaml"
+    path.write_text(json.dumps({
+        "model": {"name": "tiny:qwen3"}, "data": {"path": str(data)},
+        "training": {"max_length": 128, "max_steps": 2, "gradient_checkpointing": False, **training},
+        "tracking": {"project": "pipeline-tests"}, "output": {"name": name},
+    }))
+    return path
+
+
+def short_rows(n=12):
+    return [{"messages": short_conversation(i)} for i in range(n)]
+
+
+def versions(name):
+    return LocalRegistry().list(name)
+
+
+def test_rows_without_assistant_fail_before_any_job(tmp_path):
+    rows = short_rows()
+    rows[2] = {"messages": [{"role": "user", "content": "anyone?"}]}
+    data = write_jsonl(tmp_path / "rows.jsonl", rows)
+    with pytest.raises(DataError, match=r"1 of 12 rows have no assistant turn .*row indices: 2\)"):
+        run_pipeline(config(tmp_path, data, "no-assistant"))
+    assert versions("no-assistant") == []
+
+
+def test_malformed_json_line(tmp_path):
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(short_rows(1)[0]) + "\n{not json\n")
+    with pytest.raises(DataError, match="line 2 is not valid JSON"):
+        run_pipeline(config(tmp_path, data, "bad-json"))
+
+
+def test_file_with_only_blank_lines_has_no_rows(tmp_path):
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n\n")
+    with pytest.raises(DataError, match="has no rows"):
+        run_pipeline(config(tmp_path, data, "blank"))
+
+
+def test_max_length_that_cuts_assistant_tokens_fails_and_leaves_nothing(tmp_path):
+    data = write_jsonl(tmp_path / "rows.jsonl", short_rows())
+    with pytest.raises(DataError) as err:
+        run_pipeline(config(tmp_path, data, "too-short", max_length=24))
+    assert "training.max_length=24 cuts trained assistant tokens" in err.value.problem
+    assert "raise training.max_length to at least" in err.value.fix
+    assert versions("too-short") == []
+    runs = Path(os.environ["TUNEPACK_HOME"]) / "runs"
+    assert not any((d / "adapter").exists() for d in runs.iterdir())
+
+
+def test_tiny_model_needs_local_data(tmp_path):
+    path = tmp_path / "cfg.yaml"
+    path.write_text("model: {name: 'tiny:qwen3'}\ndata: {hub_id: org/data}\n")
+    with pytest.raises(ConfigError, match="builds its tokenizer from local data"):
+        run_pipeline(path)
+
+
+def test_parquet_rows_are_read_with_duckdb(tmp_path):
+    import duckdb
+
+    src = write_jsonl(tmp_path / "rows.jsonl", short_rows(3))
+    out = tmp_path / "rows.parquet"
+    duckdb.sql(f"COPY (SELECT * FROM read_json_auto('{src}')) TO '{out}' (FORMAT parquet)")
+    rows = read_local_rows(str(out))
+    assert len(rows) == 3 and rows[0]["messages"][1]["content"] == "Run the tests in pkg0."
+    cfg_path = config(tmp_path, out, "parquet")
+    from mcp_server.config import load_config
+
+    assert precheck_data(load_config(cfg_path)) == 3
