@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from filelock import FileLock
 from pydantic import BaseModel
 
 from .config import TrainConfig, load_config
@@ -107,11 +108,12 @@ def ensure_tiny_model(cfg: TrainConfig, python: str | None = None) -> str:
                           "use local files in data.path with the tiny model, or a real model with Hub data.")
     arch = cfg.model.name.split(":", 1)[1]
     target = home_dir("models") / f"tiny-{arch}-{tiny_fingerprint(cfg.data.path, arch, 2048)}"
-    if (target / "config.json").is_file():
-        return str(target)
-    cmd = [python or sys.executable, "-m", "mcp_server.train.tiny_model", "--arch", arch, "-o", str(target),
-           "--data", *cfg.data.path]
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    with FileLock(str(target) + ".lock", timeout=600):  # concurrent runs build it once
+        if (target / "config.json").is_file():
+            return str(target)
+        cmd = [python or sys.executable, "-m", "mcp_server.train.tiny_model", "--arch", arch, "-o", str(target),
+               "--data", *cfg.data.path]
+        done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join(done.stderr.strip().splitlines()[-8:])
         raise JobError(f"Building the tiny model failed:\n{tail}",

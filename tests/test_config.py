@@ -46,6 +46,7 @@ def test_wrong_type_names_key_value_and_allowed():
     (base(data={}), "give exactly one source"),
     (base(data={"hub_id": "org/data", "eval_split": "test", "eval_fraction": 0.1}), "set at most one"),
     (base(training={"eval_steps": 10}), "there is no eval data"),
+    (base(data={"path": "a.jsonl", "eval_split": "test"}), "needs a Hub dataset"),
     (base(training={"max_steps": 0}), "trains nothing"),
     (base(chat_template="chatml"), "allowed are 'model', 'trl:<name>'"),
     (base(model={"name": "tiny:gpt2"}), "allowed: tiny:qwen3, tiny:llama"),

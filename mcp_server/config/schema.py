@@ -92,6 +92,11 @@ class DataSection(Section):
             )
         if self.hub_id and not HUB_ID.match(self.hub_id):
             raise ValueError(f"data.hub_id '{self.hub_id}' is not a repo id of the form namespace/name")
+        if self.eval_split and not self.hub_id:
+            raise ValueError(
+                f"data.eval_split '{self.eval_split}' needs a Hub dataset (data.hub_id); "
+                "for local files hold out rows with data.eval_fraction (e.g. 0.1) instead"
+            )
         if self.eval_split and self.eval_fraction:
             raise ValueError(
                 "data.eval_split and data.eval_fraction: set at most one "
