@@ -93,3 +93,14 @@ def test_trl_labels_match_the_mask_token_by_token(tiny_tokenizer, tiny_model_dir
     assert '"name": "bash"' in trained_text and "pytest pkg7" in trained_text and "All 3 tests in pkg7 pass." in trained_text
     for text in ("You are a coding agent.", "Run the tests in pkg7.", "3 passed", "<|im_start|>"):
         assert text not in trained_text
+
+
+def test_llama_architecture_with_packing(tmp_path, short_data):
+    from mcp_server.train.tiny_model import build_tiny_model
+
+    llama = build_tiny_model([str(short_data)], tmp_path / "tiny-llama", arch="llama", vocab_size=1024)
+    assert json.loads((llama / "config.json").read_text())["model_type"] == "llama"
+    _, out, manifest, _ = train(tmp_path, llama, short_data, "llama-packed",
+                                training={"packing": True, "max_steps": 6})
+    assert manifest["training"]["steps"] == 6 and manifest["config"]["training"]["packing"] is True
+    assert (out / "adapter_model.safetensors").is_file()
