@@ -105,11 +105,11 @@ def cmd_jobs(args) -> None:
     backend = get_backend(args.backend)
     if args.action == "list":
         labels = dict(kv.split("=", 1) for kv in args.label or [])
-        infos = backend.list(labels=labels or None, state=args.state)
+        infos = backend.list(labels=labels or None, stage=args.stage)
         if args.json:
             _print_json([i.model_dump() for i in infos])
         for i in [] if args.json else infos:
-            print(f"{i.id}  {i.state:<9}  {i.name}")
+            print(f"{i.id}  {i.stage:<10}  {i.name}")
         return
     if not args.job_id:
         raise TunepackError(f"`tunepack jobs {args.action}` needs a job id.", "run `tunepack jobs list` to find it.")
@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="local")
     p.add_argument("--tail", type=int, default=None)
     p.add_argument("--label", action="append", help="KEY=VALUE filter (list)")
-    p.add_argument("--state", default=None)
+    p.add_argument("--stage", default=None, choices=["SCHEDULING", "RUNNING", "COMPLETED", "ERROR", "CANCELED"])
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_jobs)
 

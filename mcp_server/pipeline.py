@@ -3,30 +3,31 @@
 Every later capability drives this path. It holds no training logic of its own: it calls the
 rooms (config, train, jobs, tracking, registry) through their interfaces, and fails early with one
 clear error before anything is spent or written.
+
+``start_pipeline`` returns as soon as the job is submitted (what an MCP tool needs); the job
+itself (``pipeline_job``) trains, then registers the adapter and writes the card, so a run
+finishes properly even when nobody is waiting for it. ``run_pipeline`` = start + wait (the CLI).
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from filelock import FileLock
 from pydantic import BaseModel
 
 from .config import TrainConfig, load_config
 from .errors import ConfigError, DataError, JobError
 from .home import home_dir, trackio_dir
-from .jobs import JobBackend, JobSpec, failure_error, get_backend, parse_markers
-from .registry import LocalRegistry, read_manifest, render_card
-from .tracking import TrackioStore
+from .jobs import JobBackend, JobInfo, JobSpec, failure_error, get_backend, parse_markers
 from .train.maskcheck import MaskCheckError, detect_format, rows_without_assistant
 from .train.render import config_hash, run_name_for, write_script
 from .train.tiny_model import fingerprint as tiny_fingerprint
+
+TINY_VOCAB = 2048
 
 
 class RunResult(BaseModel):
@@ -47,6 +48,13 @@ class RunResult(BaseModel):
     used_4bit: bool
     mask_check: dict
     wall_time_s: float
+
+
+class StartedRun(BaseModel):
+    run_name: str
+    run_dir: str
+    script_path: str
+    job: JobInfo
 
 
 # --- data pre-check (light: json + DuckDB, no torch) ----------------------------------------------
@@ -101,74 +109,83 @@ def precheck_data(cfg: TrainConfig) -> int:
 
 # --- the embedded tiny model ----------------------------------------------------------------------
 
-def ensure_tiny_model(cfg: TrainConfig, python: str | None = None) -> str:
-    """Build (once per dataset) the tiny model ``tiny:<arch>`` names; return its folder."""
+def tiny_model_path(cfg: TrainConfig) -> Path:
+    """Where the tiny model ``tiny:<arch>`` for this dataset lives (built on first use)."""
     if not cfg.data.path:
         raise ConfigError(f"model.name '{cfg.model.name}' builds its tokenizer from local data, but data.hub_id is set.",
                           "use local files in data.path with the tiny model, or a real model with Hub data.")
     arch = cfg.model.name.split(":", 1)[1]
-    target = home_dir("models") / f"tiny-{arch}-{tiny_fingerprint(cfg.data.path, arch, 2048)}"
-    with FileLock(str(target) + ".lock", timeout=600):  # concurrent runs build it once
-        if (target / "config.json").is_file():
-            return str(target)
-        cmd = [python or sys.executable, "-m", "mcp_server.train.tiny_model", "--arch", arch, "-o", str(target),
-               "--data", *cfg.data.path]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-8:])
-        raise JobError(f"Building the tiny model failed:\n{tail}",
-                       "install the training extra (pip install torch==2.13.0 && pip install -e '.[train]').")
+    return home_dir("models") / f"tiny-{arch}-{tiny_fingerprint(cfg.data.path, arch, TINY_VOCAB)}"
+
+
+def ensure_tiny_model(cfg: TrainConfig) -> str:
+    """Build the tiny model if it is not there yet (under a lock, so concurrent runs build it once).
+    Needs the [train] extra: call it from a job process, or from the CLI."""
+    from filelock import FileLock
+
+    from .errors import require_extra
+
+    target = tiny_model_path(cfg)
+    with FileLock(str(target) + ".lock", timeout=900):
+        if not (target / "config.json").is_file():
+            require_extra("torch", "train")
+            from .train.tiny_model import build_tiny_model
+
+            build_tiny_model(cfg.data.path, target, arch=cfg.model.name.split(":", 1)[1], vocab_size=TINY_VOCAB)
     return str(target)
 
 
-# --- the pipeline ---------------------------------------------------------------------------------
+# --- start, finish, run ---------------------------------------------------------------------------
 
-def run_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | None = None,
-                 on_line: Callable[[str], None] | None = None, timeout_s: int | None = None) -> RunResult:
-    started = time.time()
+def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | None = None,
+                   timeout_s: int | None = None, flavor: str | None = None,
+                   extra_labels: dict[str, str] | None = None) -> StartedRun:
+    """Validate, pre-check the data, render, and submit the pipeline job; return at once."""
     cfg = load_config(config) if not isinstance(config, TrainConfig) else config
     backend = backend or get_backend("local")
     precheck_data(cfg)
-    model_path = ensure_tiny_model(cfg, getattr(backend, "python", None)) if cfg.model.is_tiny else None
-
+    model_path = str(tiny_model_path(cfg)) if cfg.model.is_tiny else None
     run_name = run_name_for(cfg)
     run_dir = home_dir("runs", run_name)
-    output_dir = Path(cfg.output.adapter_dir) if cfg.output.adapter_dir else run_dir / "adapter"
-    if not cfg.output.adapter_dir:
+    default_output = not cfg.output.adapter_dir
+    output_dir = run_dir / "adapter" if default_output else Path(cfg.output.adapter_dir)
+    if default_output:
         shutil.rmtree(output_dir, ignore_errors=True)  # a reused run name starts from a clean folder
     script = write_script(cfg, run_dir / "train.py", model_path=model_path, run_name=run_name)
     tdir = trackio_dir()
-    spec = JobSpec(script=str(script), args=["--output-dir", str(output_dir)], name=run_name, timeout_s=timeout_s,
+    (run_dir / "run.json").write_text(json.dumps({
+        "config": cfg.model_dump(mode="json"), "run_name": run_name, "script": str(script),
+        "output_dir": str(output_dir), "default_output": default_output, "registry_name": cfg.registry_name,
+        "trackio_dir": str(tdir), "tiny_model": model_path,
+    }, indent=2))
+    spec = JobSpec(module="mcp_server.pipeline_job", args=[str(run_dir)], name=run_name, timeout_s=timeout_s,
+                   flavor=flavor, env={"TRACKIO_DIR": str(tdir)},
                    labels={"project": cfg.tracking.project, "run": run_name, "config_hash": config_hash(cfg),
-                           "stage": "train"},
-                   env={"TRACKIO_DIR": str(tdir)})
-    job = backend.submit(spec)
-    try:
-        info = backend.wait(job.id, on_line=on_line)
-    except KeyboardInterrupt:
-        backend.cancel(job.id)
-        raise
-    log_text = backend.logs(job.id)
-    if info.state != "succeeded":
-        shutil.rmtree(output_dir, ignore_errors=True)  # no half-written adapter survives a failed run
-        raise failure_error(info, log_text)
+                           "stage": "train", **(extra_labels or {})})
+    return StartedRun(run_name=run_name, run_dir=str(run_dir), script_path=str(script), job=backend.submit(spec))
 
-    manifest = read_manifest(output_dir)
-    summary = TrackioStore(tdir).summary(cfg.tracking.project, run_name)
-    registry = LocalRegistry()
-    entry = registry.push(
-        output_dir, cfg.registry_name, base_model=cfg.model.name, run_name=run_name, job_id=job.id,
-        card=lambda version: render_card(manifest, summary, name=cfg.registry_name, version=version),
-    )
-    if not cfg.output.adapter_dir:
-        shutil.rmtree(output_dir, ignore_errors=True)  # the registry holds the copy now
-    mask = (parse_markers(log_text, "MASK") or [manifest.get("mask_check", {})])[-1]
-    training = manifest["training"]
-    return RunResult(
-        run_name=run_name, job_id=job.id, log_path=info.log_path, script_path=str(script),
-        registry_name=entry.name, registry_version=entry.version, adapter_path=entry.path,
-        card_path=entry.card_path, trackio_project=cfg.tracking.project, trackio_run=run_name,
-        trackio_dir=str(tdir), steps=training["steps"], first_loss=training["first_loss"],
-        last_loss=training["last_loss"], used_4bit=manifest["quantization"]["used_4bit"], mask_check=mask,
-        wall_time_s=round(time.time() - started, 1),
-    )
+
+def result_of(info: JobInfo, log_text: str, run_dir: str | Path | None = None) -> RunResult:
+    """The RunResult of a finished pipeline job, or the job's own error."""
+    if info.stage != "COMPLETED":
+        raise failure_error(info, log_text)
+    registered = parse_markers(log_text, "REGISTERED")
+    if not registered:
+        raise JobError(f"Job {info.id} completed without registering an adapter (no TUNEPACK_REGISTERED line).",
+                       "read its log (jobs_logs) — it was probably not a pipeline job.")
+    payload = registered[-1]
+    wall = (info.ended_at or time.time()) - info.created_at
+    return RunResult(job_id=info.id, log_path=info.log_path, wall_time_s=round(wall, 1), **payload)
+
+
+def run_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | None = None,
+                 on_line: Callable[[str], None] | None = None, timeout_s: int | None = None) -> RunResult:
+    """Start the pipeline job and block until it has trained and registered the adapter."""
+    backend = backend or get_backend("local")
+    started = start_pipeline(config, backend=backend, timeout_s=timeout_s)
+    try:
+        info = backend.wait(started.job.id, on_line=on_line)
+    except KeyboardInterrupt:
+        backend.cancel(started.job.id)
+        raise
+    return result_of(info, backend.logs(started.job.id), started.run_dir)

@@ -45,7 +45,7 @@ def test_lists_after_the_demo(demo_run):
     registry = json.loads(run_cli("registry", "list", "--json").stdout)
     assert any(v["path"] == demo_run["adapter_path"] for v in registry)
     jobs = json.loads(run_cli("jobs", "list", "--json", "--label", f"run={demo_run['trackio_run']}").stdout)
-    assert [j["id"] for j in jobs] == [demo_run["job_id"]] and jobs[0]["state"] == "succeeded"
+    assert [j["id"] for j in jobs] == [demo_run["job_id"]] and jobs[0]["stage"] == "COMPLETED"
     logs = run_cli("jobs", "logs", demo_run["job_id"], "--tail", "1").stdout
     assert logs.startswith("TUNEPACK_DONE") or "Trackio" in logs or logs.strip()
     assert demo_run["trackio_project"] in run_cli("tracking", "projects").stdout.split()

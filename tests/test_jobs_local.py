@@ -24,17 +24,17 @@ def script(tmp_path, name, body):
 def test_submit_wait_logs_and_list(tmp_path, backend):
     s = script(tmp_path, "ok.py", "import sys\nfor i in range(3): print('line', i, sys.argv[1:], flush=True)\n")
     job = backend.submit(JobSpec(script=s, args=["--x", "1"], name="ok", labels={"project": "p", "run": "r1"}))
-    assert job.state in ("queued", "running", "succeeded")
+    assert job.stage in ("SCHEDULING", "RUNNING", "COMPLETED")
     seen = []
     info = backend.wait(job.id, timeout_s=60, on_line=seen.append)
-    assert info.state == "succeeded" and info.exit_code == 0 and info.ended_at >= info.started_at
+    assert info.stage == "COMPLETED" and info.exit_code == 0 and info.ended_at >= info.started_at
     assert seen == [f"line {i} ['--x', '1']" for i in range(3)]
     assert backend.logs(job.id, tail=1) == "line 2 ['--x', '1']"
     other = backend.submit(JobSpec(script=s, labels={"project": "p", "run": "r2"}))
     backend.wait(other.id, timeout_s=60)
     assert [j.id for j in backend.list(labels={"run": "r1"})] == [job.id]
     assert {j.id for j in backend.list(labels={"project": "p"})} == {job.id, other.id}
-    assert backend.list(state="failed") == []
+    assert backend.list(stage="ERROR") == []
 
 
 def test_state_survives_a_new_backend_object(tmp_path, backend):
@@ -42,13 +42,13 @@ def test_state_survives_a_new_backend_object(tmp_path, backend):
     job = backend.submit(JobSpec(script=s))
     backend.wait(job.id, timeout_s=60)
     again = LocalBackend(root=tmp_path / "jobs")
-    assert again.status(job.id).state == "succeeded" and "hi" in again.logs(job.id)
+    assert again.status(job.id).stage == "COMPLETED" and "hi" in again.logs(job.id)
 
 
 def test_failure_exit_code(tmp_path, backend):
     job = backend.submit(JobSpec(script=script(tmp_path, "bad.py", "raise SystemExit(4)\n")))
     info = backend.wait(job.id, timeout_s=60)
-    assert info.state == "failed" and info.exit_code == 4
+    assert info.stage == "ERROR" and info.exit_code == 4 and info.message == "exit code 4"
 
 
 def test_cancel_stops_the_script(tmp_path, backend):
@@ -58,14 +58,14 @@ def test_cancel_stops_the_script(tmp_path, backend):
     deadline = time.time() + 30
     while "start" not in backend.logs(job.id) and time.time() < deadline:
         time.sleep(0.1)
-    assert backend.cancel(job.id).state == "cancelled"
+    assert backend.cancel(job.id).stage == "CANCELED"
     assert not marker.exists()
 
 
 def test_timeout_kills_the_job(tmp_path, backend):
     job = backend.submit(JobSpec(script=script(tmp_path, "slow.py", "import time\ntime.sleep(30)\n"), timeout_s=1))
     info = backend.wait(job.id, timeout_s=60)
-    assert info.state == "timeout" and "timeout of 1 s" in backend.logs(job.id)
+    assert info.stage == "ERROR" and "timeout of 1 s" in info.message and "timeout of 1 s" in backend.logs(job.id)
 
 
 def test_secrets_by_name_never_written(tmp_path, backend, monkeypatch):

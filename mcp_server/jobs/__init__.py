@@ -1,18 +1,23 @@
-"""Jobs room: run rendered scripts locally or (later) on HF Jobs behind one interface."""
+"""Jobs room: run rendered scripts locally (or on HF Jobs, [3/10]) behind one interface."""
 
 from ..errors import JobError
-from .base import FINAL_STATES, Hardware, JobBackend, JobInfo, JobSpec, failure_error, parse_markers
+from .base import (FINAL_STAGES, Hardware, JobBackend, JobInfo, JobSpec, failure_error, parse_markers,
+                   progress_of)
 from .local import LocalBackend
+from .pricing import CostEstimate, estimate, flavor_info, hf_flavors
 
 BACKENDS = {"local": LocalBackend}
 
 
 def get_backend(name: str = "local", **kwargs) -> JobBackend:
+    if name == "hf":
+        raise JobError("The HF Jobs backend is not available in this version of tunepack.",
+                       "use backend 'local' (jobs run on this machine); HF Jobs support is the next capability.")
     try:
         return BACKENDS[name](**kwargs)
     except KeyError:
         raise JobError(f"Unknown job backend '{name}'.", f"use one of: {', '.join(BACKENDS)}.") from None
 
 
-__all__ = ["FINAL_STATES", "Hardware", "JobBackend", "JobInfo", "JobSpec", "LocalBackend", "failure_error",
-           "get_backend", "parse_markers"]
+__all__ = ["FINAL_STAGES", "CostEstimate", "Hardware", "JobBackend", "JobInfo", "JobSpec", "LocalBackend",
+           "estimate", "failure_error", "flavor_info", "get_backend", "hf_flavors", "parse_markers", "progress_of"]

@@ -1,8 +1,9 @@
 """The jobs interface: one small surface that the local runner and HF Jobs both implement.
 
-A job runs one rendered script. ``submit`` returns at once with a JobInfo; ``status``, ``logs``,
-``list``, ``cancel`` and ``wait`` follow it. Backends return the same pydantic models, so the
-pipeline, the CLI and the MCP tools never care where a job runs.
+A job runs one rendered script (or a tunepack module that drives one). ``submit`` returns at once
+with a JobInfo; ``status``, ``logs``, ``list``, ``cancel`` and ``wait`` follow it. Job stages are
+the ones HF Jobs uses (SCHEDULING, RUNNING, COMPLETED, ERROR, CANCELED), so the pipeline, the CLI
+and the MCP tools never care where a job runs.
 """
 
 from __future__ import annotations
@@ -13,33 +14,43 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ..errors import JobError, TunepackError
 
-JobState = Literal["queued", "running", "succeeded", "failed", "cancelled", "timeout", "lost"]
-FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "cancelled", "timeout", "lost"})
+Stage = Literal["SCHEDULING", "RUNNING", "COMPLETED", "ERROR", "CANCELED", "DELETED"]
+FINAL_STAGES: frozenset[str] = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
 MARKER_PREFIX = "TUNEPACK_"
 
 
 class JobSpec(BaseModel):
     """What to run. Secrets are given by name only: their values never enter a spec or a log."""
 
-    script: str = Field(description="Path of the rendered script to run.")
-    args: list[str] = Field(default_factory=list, description="Arguments passed to the script.")
+    script: str | None = Field(None, description="Path of a rendered script to run with Python.")
+    module: str | None = Field(None, description="A tunepack module to run with `python -m` (local backend).")
+    args: list[str] = Field(default_factory=list, description="Arguments passed to the script or module.")
     name: str = Field("job", description="A short human name (the run name).")
-    labels: dict[str, str] = Field(default_factory=dict, description="Labels to find the job by (project, run, sweep, config hash).")
+    labels: dict[str, str] = Field(default_factory=dict,
+                                   description="Labels to find the job by (project, run, stage, config_hash, sweep).")
     env: dict[str, str] = Field(default_factory=dict, description="Non-secret environment variables.")
     secrets: list[str] = Field(default_factory=list, description="Names of secrets the job needs (e.g. HF_TOKEN).")
     timeout_s: int | None = Field(None, ge=1, description="Kill the job after this many seconds.")
-    flavor: str | None = Field(None, description="Hardware flavor (remote backends).")
+    flavor: str | None = Field(None, description="Hardware flavor (see the hardware list).")
+    replicas: int = Field(1, ge=1, description="Number of machines (cost is charged per replica).")
+
+    @model_validator(mode="after")
+    def _one_entry_point(self) -> "JobSpec":
+        if bool(self.script) == bool(self.module):
+            raise ValueError("give exactly one of script (a file) or module (python -m)")
+        return self
 
 
 class JobInfo(BaseModel):
     id: str
     backend: str
     name: str
-    state: JobState
+    stage: Stage
+    message: str | None = Field(None, description="Why the job is in this stage (timeouts, lost processes).")
     labels: dict[str, str] = Field(default_factory=dict)
     created_at: float
     started_at: float | None = None
@@ -52,7 +63,13 @@ class JobInfo(BaseModel):
 
     @property
     def done(self) -> bool:
-        return self.state in FINAL_STATES
+        return self.stage in FINAL_STAGES
+
+    @property
+    def runtime_s(self) -> float:
+        if not self.started_at:
+            return 0.0
+        return (self.ended_at or time.time()) - self.started_at
 
 
 class Hardware(BaseModel):
@@ -63,7 +80,7 @@ class Hardware(BaseModel):
 
 
 class JobBackend(abc.ABC):
-    """Implemented by ``local`` (subprocess) and ``hf`` (HF Jobs)."""
+    """Implemented by ``local`` (subprocess); ``hf`` (HF Jobs) follows the same interface."""
 
     name: str
 
@@ -77,7 +94,7 @@ class JobBackend(abc.ABC):
     def logs(self, job_id: str, tail: int | None = None) -> str: ...
 
     @abc.abstractmethod
-    def list(self, labels: dict[str, str] | None = None, state: str | None = None) -> list[JobInfo]: ...
+    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> list[JobInfo]: ...
 
     @abc.abstractmethod
     def cancel(self, job_id: str) -> JobInfo: ...
@@ -116,6 +133,12 @@ def parse_markers(log_text: str, kind: str) -> list[dict]:
     return found
 
 
+def progress_of(log_text: str) -> dict | None:
+    """The last training metric line: step, max_steps, loss (for progress reports)."""
+    metrics = [m for m in parse_markers(log_text, "METRIC") if "step" in m]
+    return metrics[-1] if metrics else None
+
+
 def failure_error(info: JobInfo, log_text: str) -> TunepackError:
     """Turn a failed job into the error an agent can act on: the script's own TUNEPACK_ERROR if it
     printed one, else the log's last lines."""
@@ -128,8 +151,9 @@ def failure_error(info: JobInfo, log_text: str) -> TunepackError:
         cls = {"data": DataError, "config": ConfigError}.get(last.get("kind"), JobError)
         return cls(last.get("problem", "The training script failed.") + where, last.get("fix"))
     tail = "\n".join(log_text.strip().splitlines()[-15:])
+    reason = f" ({info.message})" if info.message else ""
     return JobError(
-        f"Job {info.id} ended {info.state} (exit code {info.exit_code}). Last log lines:\n{tail}\n{where.strip()}",
+        f"Job {info.id} ended {info.stage}{reason}, exit code {info.exit_code}. Last log lines:\n{tail}\n{where.strip()}",
         "read the traceback above; fix the config or data it names and run again. "
         "If it is out of memory, lower training.per_device_train_batch_size and raise "
         "gradient_accumulation_steps.",

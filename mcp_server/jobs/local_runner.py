@@ -1,15 +1,15 @@
 """The process that babysits one local job (started detached by LocalBackend.submit).
 
-It runs the job's command with stdout+stderr appended to the job log, enforces the timeout,
-forwards SIGTERM (cancel) to the whole process group, and writes ``result.json`` last, so a job's
-state survives the tunepack process that submitted it.
+It waits for a free slot (the backend's concurrency limit), runs the job's command with
+stdout+stderr appended to the job log, enforces the timeout, forwards SIGTERM (cancel) to the
+script's whole process group, and records RUNNING, the exit code and the final stage in the job
+store itself — so a job's true end is known even when no tunepack process was watching.
 
-Usage: python -m mcp_server.jobs.local_runner JOB_DIR
+Usage: python -m mcp_server.jobs.local_runner STORE_PATH JOB_ID MAX_CONCURRENT
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -17,42 +17,84 @@ import sys
 import time
 from pathlib import Path
 
+from filelock import FileLock
 
-def _write_result(job_dir: Path, **result: object) -> None:
-    tmp = job_dir / "result.json.tmp"
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, job_dir / "result.json")
+from .store import JobStore
 
 
-def run(job_dir: Path) -> int:
-    job = json.loads((job_dir / "job.json").read_text())
-    env = dict(os.environ, **job["env"], PYTHONUNBUFFERED="1")
-    cancelled = {"flag": False}
-    started = time.time()
-    with open(job_dir / "output.log", "ab", buffering=0) as log:
-        child = subprocess.Popen(job["command"], cwd=job_dir, env=env, stdin=subprocess.DEVNULL,
-                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        (job_dir / "started").write_text(json.dumps({"started_at": started, "child_pid": child.pid}))
+def pid_alive(pid: int | None, job_id: str | None = None) -> bool:
+    """True when ``pid`` runs (and, where /proc can tell, is the runner of ``job_id``)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    if job_id and cmdline.exists():
+        try:
+            text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            return False
+        if not text.strip():  # a zombie: exited, not yet reaped
+            return False
+        return job_id in text
+    return True
 
-        def stop(signum, frame):  # cancel: stop the script's whole process group
-            cancelled["flag"] = True
+
+def run(store_path: str, job_id: str, max_concurrent: int) -> int:
+    store = JobStore(store_path)
+    job = store.get(job_id)
+    stop = {"requested": False, "child": None}
+
+    def on_term(signum, frame):
+        stop["requested"] = True
+        child = stop["child"]
+        if child is not None:
             try:
                 os.killpg(child.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
 
-        signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, on_term)
+    lock = FileLock(str(Path(store_path).with_name("slots.lock")))
+    while True:  # SCHEDULING: wait for a free slot
+        if stop["requested"]:
+            store.update(job_id, stage="CANCELED", message="canceled before it started", ended_at=time.time())
+            return 0
+        with lock:
+            busy = [j for j in store.running() if j["id"] != job_id and pid_alive(j["runner_pid"], j["id"])]
+            if len(busy) < max_concurrent:
+                store.update(job_id, stage="RUNNING", started_at=time.time(), message=None)
+                break
+        time.sleep(0.5)
+
+    env = dict(os.environ, **job["env"], PYTHONUNBUFFERED="1")
+    started = time.time()
+    with open(job["log_path"], "ab", buffering=0) as log:
+        child = subprocess.Popen(job["command"], cwd=job["workdir"], env=env, stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        stop["child"] = child
+        store.update(job_id, child_pid=child.pid)
+        if stop["requested"]:
+            on_term(signal.SIGTERM, None)
+        timeout = job["timeout_s"]
         try:
-            code = child.wait(timeout=job.get("timeout_s"))
-            state = "cancelled" if cancelled["flag"] else ("succeeded" if code == 0 else "failed")
+            code = child.wait(timeout=None if timeout is None else max(0.0, timeout - (time.time() - started)))
+            if stop["requested"]:
+                stage, message = "CANCELED", "canceled"
+            else:
+                stage, message = ("COMPLETED", None) if code == 0 else ("ERROR", f"exit code {code}")
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)
             code = child.wait()
-            state = "timeout"
-            log.write(f"\n[tunepack] job killed after its timeout of {job['timeout_s']} s\n".encode())
-    _write_result(job_dir, exit_code=code, state=state, started_at=started, ended_at=time.time())
+            stage, message = "ERROR", f"killed after its timeout of {timeout} s"
+            log.write(f"\n[tunepack] job {message}\n".encode())
+    store.update(job_id, stage=stage, message=message, exit_code=code, ended_at=time.time())
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(run(Path(sys.argv[1])))
+    sys.exit(run(sys.argv[1], sys.argv[2], int(sys.argv[3])))
