@@ -8,6 +8,9 @@ Usage:
     tunepack jobs list | status ID | logs ID --tail 50 | cancel ID
     tunepack registry list [NAME]
     tunepack tracking runs PROJECT | summary PROJECT RUN
+    tunepack serve [--http]
+    tunepack budget show|set PROJECT [USD]
+    tunepack data inspect PATH | preview CONFIG --row N
 """
 
 from __future__ import annotations
@@ -143,6 +146,37 @@ def cmd_tracking(args) -> None:
         _print_json(store.summary(args.project, args.run).model_dump())
 
 
+def cmd_serve(args) -> None:
+    from .server import serve
+
+    serve(http=args.http, host=args.host, port=args.port)
+
+
+def cmd_budget(args) -> None:
+    from .approval import Budget
+
+    budget = Budget()
+    if args.action == "set":
+        if args.usd is None or args.usd < 0:
+            raise TunepackError("`tunepack budget set` needs a daily amount in USD (0 or more).",
+                                "e.g. tunepack budget set my-project 25")
+        budget.set_limit(args.project, args.usd)
+    _print_json(budget.status(args.project).model_dump())
+
+
+def cmd_data(args) -> None:
+    if args.action == "inspect":
+        from .viewer import inspect_dataset
+
+        _print_json(inspect_dataset([args.path]).model_dump())
+    else:
+        from .train.preview import preview_row
+
+        result = preview_row(args.path, args.row)
+        print(result["preview"])
+        print(f"\n{result['trained_tokens']} of {result['tokens']} tokens trained; problems: {result['problems'] or 'none'}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tunepack", description="Post-train small language models end to end.")
     parser.add_argument("--version", action="version", version=f"tunepack {__version__}")
@@ -195,6 +229,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("project", nargs="?")
     p.add_argument("run", nargs="?")
     p.set_defaults(func=cmd_tracking)
+
+    p = sub.add_parser("serve", help="start the MCP server (stdio; --http for streamable HTTP on 127.0.0.1)")
+    p.add_argument("--http", action="store_true")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("budget", help="show or set (humans only) a project's daily spending budget")
+    p.add_argument("action", choices=["show", "set"])
+    p.add_argument("project")
+    p.add_argument("usd", nargs="?", type=float)
+    p.set_defaults(func=cmd_budget)
+
+    p = sub.add_parser("data", help="inspect a dataset, or preview the trained tokens of one row")
+    p.add_argument("action", choices=["inspect", "preview"])
+    p.add_argument("path", help="dataset file/folder (inspect) or config (preview)")
+    p.add_argument("--row", type=int, default=0)
+    p.set_defaults(func=cmd_data)
     return parser
 
 

@@ -4,8 +4,9 @@ State lives under ``<tunepack home>/jobs``: the SQLite job store (``jobs.db``) a
 job holding its copy of the script and ``output.log``. The runner (``local_runner``) records the
 stages itself, so jobs keep running, and their true end is recorded, while no tunepack process
 watches them (the MCP server can restart mid-training). At most ``max_concurrent`` jobs run at
-once (``TUNEPACK_LOCAL_MAX_JOBS``, default 2); the rest wait in SCHEDULING. Each job gets
-``cores / max_concurrent`` torch threads unless its env sets ``OMP_NUM_THREADS``.
+once (``TUNEPACK_LOCAL_MAX_JOBS``, default 2); the rest wait in SCHEDULING. A job that starts
+beside others gets its share of the cores as torch threads (one each on two cores) unless its env
+sets ``OMP_NUM_THREADS``; a job alone gets them all.
 """
 
 from __future__ import annotations
@@ -77,8 +78,7 @@ class LocalBackend(JobBackend):
             command = [self.python, str(workdir / script.name), *spec.args]
         else:
             command = [self.python, "-m", spec.module, *spec.args]
-        env = {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // self.max_concurrent)),
-               "PYTHONPATH": _package_root_on_path(), **spec.env}
+        env = {"PYTHONPATH": _package_root_on_path(), **spec.env}
         log_path = workdir / "output.log"
         log_path.touch()
         self.store.insert(id=job_id, name=spec.name, stage="SCHEDULING", labels=spec.labels, command=command,

@@ -68,10 +68,14 @@ def run(store_path: str, job_id: str, max_concurrent: int) -> int:
             busy = [j for j in store.running() if j["id"] != job_id and pid_alive(j["runner_pid"], j["id"])]
             if len(busy) < max_concurrent:
                 store.update(job_id, stage="RUNNING", started_at=time.time(), message=None)
+                queued = sum(1 for j in store.all() if j["stage"] == "SCHEDULING" and j["id"] != job_id)
                 break
         time.sleep(0.5)
 
     env = dict(os.environ, **job["env"], PYTHONUNBUFFERED="1")
+    if "OMP_NUM_THREADS" not in job["env"]:  # split the cores between the jobs that run side by side
+        sharing = min(max_concurrent, len(busy) + 1 + queued)
+        env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // sharing))
     started = time.time()
     with open(job["log_path"], "ab", buffering=0) as log:
         child = subprocess.Popen(job["command"], cwd=job["workdir"], env=env, stdin=subprocess.DEVNULL,

@@ -26,6 +26,9 @@ class JobStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with closing(self._db()) as db, db:
             db.execute("PRAGMA journal_mode=WAL")
+            existing = [r[1] for r in db.execute("PRAGMA table_info(jobs)")]
+            if existing and set(existing) != set(COLUMNS):  # an older layout: keep it aside, start fresh
+                db.execute(f"ALTER TABLE jobs RENAME TO jobs_old_{int(time.time())}")
             db.execute(SCHEMA)
 
     def _db(self) -> sqlite3.Connection:

@@ -159,6 +159,50 @@ def require_tool_support(tokenizer, chat_template: str, label: str) -> None:
         )
 
 
+def resolve_chat_template(tokenizer, setting: str, fmt: str, model_label: str):
+    """(template text, label) for a config's ``chat_template`` setting: 'model', 'trl:<name>' or a
+    file path. The model's own template without generation markers is swapped for TRL's training
+    variant when TRL knows it; otherwise MaskCheckError says how to fix it."""
+    from pathlib import Path
+
+    if setting.startswith("trl:"):
+        import trl
+
+        name = setting[4:]
+        folder = Path(trl.__file__).parent / "chat_templates"
+        path = folder / f"{name}_training.jinja"
+        if not path.is_file():
+            known = sorted(p.name[: -len("_training.jinja")] for p in folder.glob("*_training.jinja"))
+            raise MaskCheckError(f"TRL {trl.__version__} has no training chat template '{name}'.",
+                                 "set chat_template to one of: " + ", ".join(f"trl:{k}" for k in known))
+        return path.read_text(encoding="utf-8"), setting
+    if setting != "model":
+        return Path(setting).read_text(encoding="utf-8"), setting
+    template = tokenizer.chat_template
+    if isinstance(template, dict):
+        template = template.get("default")
+    if not template:
+        raise MaskCheckError(f"The tokenizer of {model_label} has no chat template.",
+                             "set chat_template to a TRL training template (e.g. trl:qwen3) or a .jinja file.")
+    if fmt == "messages" and not has_generation_markers(template):
+        from trl.chat_template_utils import get_training_chat_template
+
+        try:
+            patched = get_training_chat_template(tokenizer)
+        except ValueError:
+            patched = None
+        if not patched:
+            raise MaskCheckError(
+                f"The chat template of {model_label} has no {{% generation %}} markers and TRL has no training "
+                "variant for it, so assistant-only loss cannot find the assistant tokens.",
+                "set chat_template to a TRL training template of the same family (e.g. trl:qwen3, trl:qwen2_5), "
+                "to a .jinja file with {% generation %}...{% endgeneration %} around assistant output, or train "
+                "on prompt/completion rows (completion-only loss).",
+            )
+        return patched, "model (TRL training variant)"
+    return template, "model"
+
+
 # --- one row -----------------------------------------------------------------------------------
 
 def end_of_turn_ids(tokenizer) -> set[int]:

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-BUILDER_VERSION = "1"
+BUILDER_VERSION = "2"
 SPECIAL_TOKENS = [
     "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>",
     "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",

@@ -1,0 +1,80 @@
+"""What an agent wants to know about a job in one read: its stage, its training progress from the
+metric lines, the outcome the job announced, or the error it died with — and its log in bounded
+pages (``since`` cursors), never the whole file."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .base import JobBackend, JobInfo, failure_error, parse_markers, progress_of
+
+MAX_LINES = 200
+MAX_LINE_CHARS = 400
+OUTCOME_MARKERS = ("REGISTERED", "PREFLIGHT", "DONE")
+
+
+class Progress(BaseModel):
+    step: int
+    max_steps: int | None = None
+    loss: float | None = None
+    eval_loss: float | None = None
+
+
+class JobView(BaseModel):
+    job: JobInfo
+    progress: Progress | None = Field(None, description="last logged training step, when the job trains")
+    outcome: dict | None = Field(None, description="what the job announced at its end (registered adapter, "
+                                 "preflight result, saved adapter)")
+    error: str | None = Field(None, description="why the job failed and what to do, when it failed")
+    next_step: str = ""
+
+
+class LogsView(BaseModel):
+    job_id: str
+    lines: list[str]
+    first_line: int = Field(description="index of the first returned line in the whole log")
+    next_since: int = Field(description="pass as `since` to get only lines written after these")
+    total_lines: int
+    note: str = ""
+
+
+def describe(backend: JobBackend, job_id: str) -> JobView:
+    info = backend.status(job_id)
+    text = backend.logs(job_id)
+    metric = progress_of(text)
+    progress = None
+    if metric:
+        losses = [m for m in parse_markers(text, "METRIC") if "loss" in m]
+        evals = [m for m in parse_markers(text, "METRIC") if "eval_loss" in m]
+        progress = Progress(step=metric["step"], max_steps=metric.get("max_steps"),
+                            loss=losses[-1]["loss"] if losses else None,
+                            eval_loss=evals[-1]["eval_loss"] if evals else None)
+    outcome = next((parse_markers(text, k)[-1] for k in OUTCOME_MARKERS if parse_markers(text, k)), None)
+    error = None
+    if info.stage in ("ERROR", "CANCELED"):
+        error = str(failure_error(info, text))
+    nxt = {"SCHEDULING": "waiting for a free slot; call jobs_wait",
+           "RUNNING": "call jobs_wait (up to 50 s per call) or jobs_logs",
+           "COMPLETED": "done; read the outcome", "ERROR": "read the error, fix, and resubmit",
+           "CANCELED": "canceled"}.get(info.stage, "")
+    return JobView(job=info, progress=progress, outcome=outcome, error=error, next_step=nxt)
+
+
+def read_logs(backend: JobBackend, job_id: str, tail: int = 100, since: int | None = None) -> LogsView:
+    lines = backend.logs(job_id).splitlines()
+    total = len(lines)
+    tail = max(1, min(tail, MAX_LINES))
+    if since is not None:
+        start = max(0, min(since, total))
+        chosen = lines[start:start + MAX_LINES]
+    else:
+        start = max(0, total - tail)
+        chosen = lines[start:]
+    note = ""
+    if since is not None and start + len(chosen) < total:
+        note = f"more lines follow: call again with since={start + len(chosen)}"
+    elif since is None and start > 0:
+        note = f"showing the last {len(chosen)} of {total} lines; use since=0 to page from the start"
+    cut = [line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " …" for line in chosen]
+    return LogsView(job_id=job_id, lines=cut, first_line=start, next_since=start + len(chosen), total_lines=total,
+                    note=note)

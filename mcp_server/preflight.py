@@ -1,0 +1,123 @@
+"""Preflight: be sure before spending money.
+
+Checks what can be checked at once (config, data shape, model reference, cost and time for the
+chosen flavor, remote permissions), then starts one local job that runs the real config's mask
+check (``--check-only``, with the real tokenizer) and a smoke run of a few steps with the tiny
+model on the same data. The tool returns the checks and the job id; the job's
+``TUNEPACK_PREFLIGHT`` line carries the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from .config import TrainConfig, load_config
+from .errors import TunepackError
+from .home import home_dir, trackio_dir
+from .jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
+from .pipeline import precheck_data, tiny_model_path
+from .train.render import config_hash, run_name_for, write_script
+
+SMOKE_STEPS = 3
+PENDING_REMOTE = "needs the hf backend (HF Jobs and Hub support come in the next capability)"
+
+
+class Check(BaseModel):
+    name: str
+    status: Literal["pass", "fail", "pending", "skipped"]
+    detail: str
+    fix: str | None = None
+
+
+class PreflightReport(BaseModel):
+    ok: bool
+    checks: list[Check]
+    cost: CostEstimate | None = None
+    smoke_job: JobInfo | None = None
+    next_step: str
+
+
+def smoke_config(cfg: TrainConfig) -> TrainConfig:
+    """The same data through the tiny model for a few steps: the training path, not the model."""
+    data = cfg.data.model_copy(update={"eval_fraction": None, "eval_split": None, "allow_truncation": True})
+    training = cfg.training.model_copy(update={
+        "max_steps": SMOKE_STEPS, "logging_steps": 1, "eval_steps": None, "save_steps": None,
+        "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False})
+    return cfg.model_copy(update={
+        "model": cfg.model.model_copy(update={"name": "tiny:qwen3", "revision": None}),
+        "chat_template": "model", "quantization": "none", "data": data, "training": training,
+        "tracking": cfg.tracking.model_copy(update={"project": "tunepack-smoke", "space_id": None}),
+        "output": cfg.output.model_copy(update={"adapter_dir": None, "hub_repo_id": None})})
+
+
+def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
+              timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
+    checks: list[Check] = []
+
+    def failed(name: str, exc: TunepackError) -> PreflightReport:
+        checks.append(Check(name=name, status="fail", detail=exc.problem, fix=exc.fix))
+        return PreflightReport(ok=False, checks=checks, next_step="fix the failed check and run preflight again")
+
+    try:
+        cfg = load_config(config_path)
+    except TunepackError as exc:
+        return failed("config", exc)
+    checks.append(Check(name="config", status="pass", detail=f"valid; run name base '{cfg.run_name}'"))
+
+    try:
+        rows = precheck_data(cfg)
+    except TunepackError as exc:
+        return failed("data", exc)
+    checks.append(Check(name="data", status="pass" if rows else "pending",
+                        detail=f"{rows} rows, each with an assistant turn" if rows else
+                        f"Hub dataset {cfg.data.hub_id}: read and checked inside the job"))
+
+    if cfg.model.is_tiny:
+        checks.append(Check(name="model", status="pass", detail=f"{cfg.model.name}: built from the data on first use"))
+    elif Path(cfg.model.name).is_dir():
+        checks.append(Check(name="model", status="pass", detail=f"local model folder {cfg.model.name}"))
+    else:
+        checks.append(Check(name="model", status="pending",
+                            detail=f"Hub id {cfg.model.name}: the mask-check job loads its tokenizer; "
+                                   f"checking the repo itself {PENDING_REMOTE}"))
+
+    try:
+        cost = estimate(backend, flavor, timeout_s)
+    except TunepackError as exc:
+        return failed("cost", exc)
+    checks.append(Check(name="cost", status="pass",
+                        detail=f"{cost.flavor} at ${cost.price_per_hour_usd:.2f}/h: worst case ${cost.worst_case_usd:.2f}"
+                               + (" (needs human approval)" if cost.needs_approval else "")))
+    if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
+        for name in ("hf_token", "hub_write", "jobs_namespace"):
+            checks.append(Check(name=name, status="pending", detail=PENDING_REMOTE))
+
+    if not smoke:
+        return PreflightReport(ok=True, checks=checks, cost=cost, next_step="run the pipeline (pipeline_run)")
+
+    run_name = f"preflight-{run_name_for(cfg)}"
+    run_dir = home_dir("runs", run_name)
+    check_script = write_script(cfg, run_dir / "check.py", run_name=run_name,
+                                model_path=str(tiny_model_path(cfg)) if cfg.model.is_tiny else None)
+    plan = {"check_script": str(check_script), "config": cfg.model_dump(mode="json"), "smoke": None}
+    if cfg.data.path:
+        small = smoke_config(cfg)
+        smoke_script = write_script(small, run_dir / "smoke.py", run_name=f"smoke-{run_name}",
+                                    model_path=str(tiny_model_path(small)))
+        plan["smoke"] = {"script": str(smoke_script), "config": small.model_dump(mode="json"),
+                         "output_dir": str(run_dir / "smoke-adapter")}
+    else:
+        checks.append(Check(name="smoke", status="skipped",
+                            detail="the tiny smoke model builds its tokenizer from local files; this config reads Hub data"))
+    (run_dir / "preflight.json").write_text(json.dumps(plan, indent=2))
+    job = get_backend("local").submit(JobSpec(
+        module="mcp_server.preflight_job", args=[str(run_dir)], name=run_name, env={"TRACKIO_DIR": str(trackio_dir())},
+        labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight", "config_hash": config_hash(cfg)}))
+    checks.append(Check(name="mask_and_smoke", status="pending",
+                        detail=f"job {job.id}: mask check with the real tokenizer, then {SMOKE_STEPS} smoke steps"))
+    return PreflightReport(ok=True, checks=checks, cost=cost, smoke_job=job,
+                           next_step=f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail")

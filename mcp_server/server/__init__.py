@@ -1,0 +1,34 @@
+"""The MCP face of tunepack: typed tools that only adapt the rooms (see pipeline_tools, other_tools).
+
+Start it with ``tunepack serve`` (stdio) or ``tunepack serve --http`` (streamable HTTP on
+127.0.0.1). Nothing heavy is imported at start-up: torch, transformers, trl, datasets and trackio
+load only inside the tools (or jobs) that need them.
+"""
+
+from mcp.server import MCPServer
+
+from .. import __version__
+
+INSTRUCTIONS = """tunepack post-trains small language models (QLoRA SFT with TRL + PEFT).
+Order of work: skills_list/skills_read (how-to) → data_inspect → pipeline_validate → pipeline_preflight
+(wait for its job) → pipeline_run → jobs_wait → tracking_summary / tracking_plot → registry_list.
+Every tool returns within 20 s; long work runs as a job you follow with jobs_wait (≤ 50 s per call).
+Paid flavors and publishing need a human yes: elicitation, or a quote with an approval_token to pass back
+after the human agrees. When a step fails for a reason no skill warned about, call skills_add_pitfall."""
+
+
+def build_server() -> MCPServer:
+    from . import other_tools, pipeline_tools
+
+    server = MCPServer("tunepack", instructions=INSTRUCTIONS, version=__version__)
+    pipeline_tools.register(server)
+    other_tools.register(server)
+    return server
+
+
+def serve(http: bool = False, host: str = "127.0.0.1", port: int = 8765) -> None:
+    server = build_server()
+    if http:
+        server.run("streamable-http", host=host, port=port)
+    else:
+        server.run()

@@ -1,0 +1,66 @@
+"""What every tool shares: the error boundary, the stdout guard, and small argument types."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import logging
+import sys
+from typing import Annotated
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+
+from ..errors import TunepackError
+
+log = logging.getLogger("tunepack.server")
+
+ConfigPath = Annotated[str, Field(description="Path of a tunepack YAML config (e.g. examples/demo.yaml).")]
+Backend = Annotated[str, Field(description="Job backend: 'local' (this machine, free) or 'hf' (HF Jobs).")]
+Flavor = Annotated[str | None, Field(description="Hardware flavor (jobs_hardware lists them); empty = the "
+                                                 "backend's default.")]
+TimeoutS = Annotated[int | None, Field(description="Kill the job after this many seconds (required for paid "
+                                                   "flavors: it bounds the worst-case cost).", ge=1)]
+ApprovalToken = Annotated[str | None, Field(description="Only after a human approved a quote: the token the "
+                                                        "previous call returned.")]
+JobId = Annotated[str, Field(description="A job id returned by a submit/run/preflight tool or jobs_list.")]
+Project = Annotated[str, Field(description="Trackio project name.")]
+
+
+def _fail(name: str, exc: BaseException) -> ToolError:
+    if isinstance(exc, TunepackError):
+        return ToolError(" ".join(str(exc).split()))
+    log.exception("tool %s crashed", name)
+    return ToolError(f"Internal error in {name}: {type(exc).__name__}: {exc}. Fix: this is a tunepack bug, not "
+                     "your input; the server log (stderr) has the traceback — report it, and try the equivalent "
+                     "`tunepack` CLI command meanwhile.")
+
+
+def guarded(fn):
+    """Run a tool with stdout sent to stderr (stdout may be the protocol) and every failure turned
+    into one error result that says what to do next."""
+    name = fn.__name__
+    fn.__doc__ = inspect.cleandoc(fn.__doc__ or "")  # tool descriptions without source indentation
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_wrapper(*args, **kwargs):
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    return await fn(*args, **kwargs)
+            except ToolError:
+                raise
+            except Exception as exc:
+                raise _fail(name, exc) from None
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                return fn(*args, **kwargs)
+        except ToolError:
+            raise
+        except Exception as exc:
+            raise _fail(name, exc) from None
+    return wrapper

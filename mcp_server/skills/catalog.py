@@ -1,0 +1,110 @@
+"""Skills: list them with their versions, read one (or a file beside it), record a pitfall.
+
+Skills are Agent Skills folders (``SKILL.md`` with YAML frontmatter). They are read from
+``TUNEPACK_SKILLS_DIR`` when set (an installed plugin writes its pitfalls there), else from the
+``skills/`` folder shipped with tunepack. Recording a pitfall appends one dated bullet to the
+skill's ``## Pitfalls`` section under a file lock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import yaml
+from filelock import FileLock
+from pydantic import BaseModel
+
+from ..errors import TunepackError
+from ..resources import skills_dir
+
+MAX_READ = 8000
+
+
+class SkillError(TunepackError):
+    kind = "skill"
+
+
+class SkillInfo(BaseModel):
+    name: str
+    version: str | None
+    updated: str | None
+    description: str
+    path: str
+    files: list[str]
+
+
+def skills_root() -> Path:
+    env = os.environ.get("TUNEPACK_SKILLS_DIR")
+    return (Path(env).expanduser() if env else skills_dir()).resolve()
+
+
+def _frontmatter(text: str) -> tuple[dict, str]:
+    match = re.match(r"^---\n(.*?)\n---\n?(.*)$", text, re.S)
+    if not match:
+        return {}, text
+    return yaml.safe_load(match.group(1)) or {}, match.group(2)
+
+
+def _skill_dir(name: str) -> Path:
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name or ""):
+        raise SkillError(f"'{name}' is not a skill name.", "use a name from skills_list (lowercase, digits, '-').")
+    folder = skills_root() / name
+    if not (folder / "SKILL.md").is_file():
+        known = ", ".join(s.name for s in list_skills()) or "none"
+        raise SkillError(f"There is no skill '{name}' in {skills_root()} (skills: {known}).", "pick one from skills_list.")
+    return folder
+
+
+def list_skills() -> list[SkillInfo]:
+    root = skills_root()
+    out = []
+    for skill in sorted(p for p in root.glob("*/SKILL.md")) if root.is_dir() else []:
+        meta, _ = _frontmatter(skill.read_text(encoding="utf-8"))
+        extra = meta.get("metadata") or {}
+        out.append(SkillInfo(
+            name=meta.get("name", skill.parent.name), version=str(extra.get("version")) if extra.get("version") else None,
+            updated=str(extra.get("updated")) if extra.get("updated") else None,
+            description=str(meta.get("description", "")), path=str(skill.parent),
+            files=sorted(str(p.relative_to(skill.parent)) for p in skill.parent.rglob("*") if p.is_file())))
+    return out
+
+
+def read_skill(name: str, file: str | None = None) -> str:
+    folder = _skill_dir(name)
+    target = (folder / (file or "SKILL.md")).resolve()
+    if folder.resolve() not in target.parents or not target.is_file():
+        raise SkillError(f"'{file}' is not a file of skill '{name}'.", "use one of the files skills_list shows for it.")
+    text = target.read_text(encoding="utf-8")
+    if len(text) > MAX_READ:
+        text = text[:MAX_READ] + f"\n… [cut at {MAX_READ} characters of {len(text)}; read the file {target} for the rest]"
+    return text
+
+
+def add_pitfall(name: str, title: str, text: str, today: str | None = None) -> str:
+    """Append a pitfall bullet to the skill's Pitfalls section; return the line written."""
+    title, text = " ".join(title.split()), " ".join(text.split())
+    if not title or not text:
+        raise SkillError("A pitfall needs a short title and a text (what went wrong, the fix).",
+                         "pass both, e.g. title='eval_strategy without eval data hangs', text='… Fix: …'.")
+    folder = _skill_dir(name)
+    path = folder / "SKILL.md"
+    day = today or time.strftime("%Y-%m-%d")
+    line = f"- **{title}** ({day}): {text}"
+    with FileLock(str(path) + ".lock", timeout=30):
+        content = path.read_text(encoding="utf-8")
+        if line in content:
+            return line
+        if "\n## Pitfalls" not in content:
+            content = content.rstrip("\n") + "\n\n## Pitfalls\n"
+        head, _, tail = content.partition("\n## Pitfalls")
+        section, nxt, rest = tail.partition("\n## ")
+        section = section.rstrip("\n") + "\n" + line + "\n"
+        content = head + "\n## Pitfalls" + section + (("\n## " + rest) if nxt else "")
+        content = re.sub(r"(\n  updated: )[^\n]*", rf"\g<1>{day}", content, count=1)
+        tmp = path.with_suffix(".md.tmp")
+        tmp.write_text(content, encoding="utf-8")
+        os.replace(tmp, path)
+    return line

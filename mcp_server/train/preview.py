@@ -1,0 +1,77 @@
+"""Mask preview of one row for a config: which tokens SFT would train, and any mask problem.
+
+Runs as its own process (the MCP server never imports transformers); prints one JSON object.
+
+Usage: python -m mcp_server.train.preview CONFIG [--row N] [--chars 6000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _window(text: str, chars: int) -> str:
+    """Cut a long preview around the trained spans (the system prompt alone is rarely the point)."""
+    if len(text) <= chars:
+        return text
+    start = max(0, text.find("⟦") - 400)
+    cut = text[start:start + chars]
+    return ("… " if start else "") + cut + (" …" if start + chars < len(text) else "") + \
+        f"\n[showing characters {start}–{start + len(cut)} of {len(text)}]"
+
+
+def preview_row(config_path: str, row: int = 0, chars: int = 6000) -> dict:
+    from transformers import AutoTokenizer
+
+    from ..config import load_config
+    from ..errors import DataError
+    from ..pipeline import ensure_tiny_model, read_local_rows
+    from . import maskcheck as mc
+
+    cfg = load_config(config_path)
+    if not cfg.data.path:
+        raise DataError("The mask preview reads local data files, and this config uses data.hub_id.",
+                        "download a few rows to a .jsonl file and point data.path at it for the preview.")
+    rows = [r for path in cfg.data.path for r in read_local_rows(path)]
+    if not 0 <= row < len(rows):
+        raise DataError(f"Row {row} does not exist: the dataset has {len(rows)} rows.", f"pick a row from 0 to {len(rows) - 1}.")
+    model = ensure_tiny_model(cfg) if cfg.model.is_tiny else cfg.model.name
+    tokenizer = AutoTokenizer.from_pretrained(model, revision=cfg.model.revision,
+                                              trust_remote_code=cfg.model.trust_remote_code)
+    fmt = cfg.data.format if cfg.data.format != "auto" else mc.detect_format(rows[0].keys(), cfg.data.messages_column)
+    template, label = mc.resolve_chat_template(tokenizer, cfg.chat_template, fmt, cfg.model.name)
+    messages, tools, n_prompt = mc.conversation(rows[row], fmt, cfg.data.messages_column, cfg.data.tools_column)
+    ids, mask, _, _ = mc.tokenize_row(tokenizer, messages, tools, template, n_prompt)
+    text = mc.preview(tokenizer, messages, tools, template, n_prompt)
+    return {
+        "row": row, "chat_template": label, "tokens": len(ids), "trained_tokens": sum(mask),
+        "max_length": cfg.training.max_length, "fits_max_length": len(ids) <= cfg.training.max_length,
+        "problems": mc.check_row(tokenizer, messages, tools, template, n_prompt),
+        "preview": _window(text, chars),
+        "legend": "text inside ⟦ ⟧ is trained; everything else is context only",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Mask preview of one row.")
+    parser.add_argument("config")
+    parser.add_argument("--row", type=int, default=0)
+    parser.add_argument("--chars", type=int, default=6000)
+    args = parser.parse_args(argv)
+    from ..errors import TunepackError
+    from .maskcheck import MaskCheckError
+
+    try:
+        result = preview_row(args.config, args.row, args.chars)
+    except TunepackError as exc:
+        result = {"error": exc.to_dict()}
+    except MaskCheckError as exc:
+        result = {"error": {"kind": "data", "problem": exc.problem, "fix": exc.fix}}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
