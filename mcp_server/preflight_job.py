@@ -33,6 +33,11 @@ def run_script(args: list[str]) -> tuple[int, str]:
 def main(run_dir: str) -> int:
     plan = json.loads((Path(run_dir) / "preflight.json").read_text())
     result: dict = {"ok": False, "mask_check": None, "smoke": None}
+    from .pipeline import ensure_tiny_model
+
+    config = TrainConfig.model_validate(plan["config"])
+    if config.model.is_tiny:
+        ensure_tiny_model(config)
     code, out = run_script([plan["check_script"], "--check-only"])
     errors = parse_markers(out, "ERROR")
     if code != 0:
@@ -44,8 +49,6 @@ def main(run_dir: str) -> int:
         result["ok"] = True
         emit(result)
         return 0
-    from .pipeline import ensure_tiny_model
-
     smoke = plan["smoke"]
     ensure_tiny_model(TrainConfig.model_validate(smoke["config"]))
     code, out = run_script([smoke["script"], "--output-dir", smoke["output_dir"]])

@@ -108,3 +108,39 @@ def test_markers_and_failure_errors(tmp_path, backend):
     assert isinstance(failure_error(info, log.replace('"data"', '"config"')), ConfigError)
     crash = failure_error(info, "Traceback...\nRuntimeError: boom\n")
     assert isinstance(crash, JobError) and "RuntimeError: boom" in crash.problem and "exit code 3" in crash.problem
+
+
+def test_concurrency_limit_queues_jobs_and_splits_threads(tmp_path):
+    backend = LocalBackend(root=tmp_path / "jobs", max_concurrent=2)
+    body = "import os, time\nprint(os.environ['OMP_NUM_THREADS'], flush=True)\ntime.sleep(2)\n"
+    s = script(tmp_path, "slow.py", body)
+    jobs = [backend.submit(JobSpec(script=s)) for _ in range(3)]
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        stages = [backend.status(j.id).stage for j in jobs]
+        if stages.count("RUNNING") == 2:
+            break
+        time.sleep(0.1)
+    assert sorted(stages) == ["RUNNING", "RUNNING", "SCHEDULING"]
+    infos = [backend.wait(j.id, timeout_s=60) for j in jobs]
+    assert all(i.stage == "COMPLETED" for i in infos)
+    threads = [int(backend.logs(j.id).split()[0]) for j in jobs]
+    assert max(threads) <= max(1, (os.cpu_count() or 1)) and min(threads) >= 1
+    if (os.cpu_count() or 1) >= 2:
+        assert threads[0] == (os.cpu_count() or 1) // 2  # started beside another job
+
+
+def test_a_killed_runner_is_reported_not_running_forever(tmp_path):
+    import signal
+
+    backend = LocalBackend(root=tmp_path / "jobs")
+    job = backend.submit(JobSpec(script=script(tmp_path, "slow.py", "import time\ntime.sleep(30)\n")))
+    deadline = time.time() + 30
+    while backend.status(job.id).stage != "RUNNING" and time.time() < deadline:
+        time.sleep(0.1)
+    row = backend.store.get(job.id)
+    os.killpg(row["child_pid"], signal.SIGKILL)
+    os.kill(row["runner_pid"], signal.SIGKILL)
+    time.sleep(0.5)
+    info = backend.status(job.id)
+    assert info.stage == "ERROR" and "disappeared" in info.message

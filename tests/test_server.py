@@ -80,8 +80,8 @@ def test_tools_and_schemas(mode):
         assert tool.description and len(tool.description) > 20, name
         assert "\n        " not in tool.description, name
         for prop, schema in tool.input_schema.get("properties", {}).items():
-            assert "description" in schema or "anyOf" in schema and "description" in schema, (name, prop)
-        assert prop not in ("ctx", "approval")
+            assert "description" in schema, (name, prop)
+            assert prop not in ("ctx", "approval")
         if name != "tracking_plot":
             assert tool.output_schema, name
     assert "approval" not in tools["jobs_submit"].input_schema["properties"]

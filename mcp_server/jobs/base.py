@@ -151,7 +151,7 @@ def failure_error(info: JobInfo, log_text: str) -> TunepackError:
         cls = {"data": DataError, "config": ConfigError}.get(last.get("kind"), JobError)
         return cls(last.get("problem", "The training script failed.") + where, last.get("fix"))
     tail = "\n".join(log_text.strip().splitlines()[-15:])
-    reason = f" ({info.message})" if info.message else ""
+    reason = f" ({info.message})" if info.message and info.message != f"exit code {info.exit_code}" else ""
     return JobError(
         f"Job {info.id} ended {info.stage}{reason}, exit code {info.exit_code}. Last log lines:\n{tail}\n{where.strip()}",
         "read the traceback above; fix the config or data it names and run again. "

@@ -25,6 +25,8 @@ def hf_flavors() -> tuple[Hardware, ...]:
 
 
 def flavor_info(backend: str, flavor: str | None) -> Hardware:
+    if backend not in ("local", "hf"):
+        raise JobError(f"Unknown job backend '{backend}'.", "use 'local' (this machine) or 'hf' (HF Jobs).")
     if backend == "local":
         return Hardware(name="local", description="this machine", price_per_hour_usd=0.0)
     name = flavor or "cpu-basic"

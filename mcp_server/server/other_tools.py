@@ -172,7 +172,10 @@ def register(server) -> None:
     @server.tool()
     @guarded
     def data_inspect(path: Annotated[str, Field(description="A .jsonl/.json/.parquet file or a folder of them.")],
-                     messages_column: str = "messages", tools_column: str = "tools") -> DatasetReport:
+                     messages_column: Annotated[str, Field(description="Column holding the conversations.")]
+                     = "messages",
+                     tools_column: Annotated[str, Field(description="Column holding tool schemas.")] = "tools"
+                     ) -> DatasetReport:
         """Columns, row count, message roles, tool-call structure and problems of a local dataset."""
         return inspect_dataset([path], messages_column, tools_column)
 
