@@ -127,3 +127,11 @@ def test_chat_template_file_must_exist(tmp_path):
     (tmp_path / "a.jsonl").write_text("{}\n")
     with pytest.raises(ConfigError, match="chat_template file"):
         load_config(write_cfg(tmp_path, "model: {name: tiny:qwen3}\ndata: {path: a.jsonl}\nchat_template: t.jinja\n"))
+
+
+def test_job_section_defaults_and_validation():
+    cfg = parse_config(base(job={"backend": "hf", "flavor": "a10g-small", "timeout_s": 7200}))
+    assert (cfg.job.backend, cfg.job.flavor, cfg.job.timeout_s) == ("hf", "a10g-small", 7200)
+    assert parse_config(base()).job.backend == "local"
+    with pytest.raises(ConfigError, match="'job.backend' = 'moon'"):
+        parse_config(base(job={"backend": "moon"}))

@@ -26,6 +26,7 @@ def test_describe_reads_progress_and_outcome(tmp_path):
 
     tail = read_logs(backend, job.id, tail=500)
     assert len(tail.lines) == 200 and tail.total_lines == 305 and "use since=0" in tail.note
+    assert tail.lines[-1].startswith("TUNEPACK_DONE")
     first = read_logs(backend, job.id, since=0)
     assert first.first_line == 0 and len(first.lines) == 200 and first.next_since == 200
     assert "since=200" in first.note
@@ -42,3 +43,15 @@ def test_failed_job_carries_its_error(tmp_path):
     view = describe(backend, job.id)
     assert view.job.stage == "ERROR" and view.error.startswith("Bad rows.") and "Fix: Drop them." in view.error
     assert "read the error" in view.next_step
+
+
+def test_pages_stay_near_8_kb(tmp_path):
+    backend = LocalBackend(root=tmp_path / "jobs")
+    (tmp_path / "w.py").write_text("for i in range(100):\n    print(str(i) * 300)\n")
+    job = backend.submit(JobSpec(script=str(tmp_path / "w.py")))
+    backend.wait(job.id, timeout_s=60)
+    page = read_logs(backend, job.id, since=0)
+    assert len(page.model_dump_json()) < 9000 and all(len(line) <= 402 for line in page.lines)
+    assert page.next_since == len(page.lines) < 100 and f"since={page.next_since}" in page.note
+    tail = read_logs(backend, job.id, tail=200)
+    assert len(tail.model_dump_json()) < 9000 and tail.lines[-1].startswith("99")

@@ -46,6 +46,7 @@ def text(result) -> str:
 
 def ok(result) -> dict:
     assert not result.is_error, text(result)
+    assert len(json.dumps(result.structured_content)) < 9000, "results are capped near 8 KB"
     return result.structured_content
 
 
@@ -193,6 +194,29 @@ def test_mask_preview_tool(tiny_config):
         assert preview["preview"].count("⟦") == 2 and "All 3 tests in pkg2 pass." in preview["preview"]
         bad = await client.call_tool("data_mask_preview", {"config_path": str(tiny_config), "row": 999})
         assert bad.is_error and "Row 999 does not exist" in text(bad)
+
+    session(flow)
+
+
+def test_validate_hardware_and_cancel(tiny_config, tmp_path):
+    sleeper = tmp_path / "sleep.py"
+    sleeper.write_text("import time\nprint('up', flush=True)\ntime.sleep(60)\n")
+
+    async def flow(client):
+        valid = ok(await client.call_tool("pipeline_validate", {"config_path": str(tiny_config)}))
+        assert valid["registry_name"] == "server-tiny" and len(valid["config_hash"]) == 12
+        hf = ok(await client.call_tool("jobs_hardware", {}))["result"]
+        assert {"t4-small", "a100-large"} <= {h["name"] for h in hf} and all(h["price_per_hour_usd"] > 0 for h in hf)
+        local = ok(await client.call_tool("jobs_hardware", {"backend": "local"}))["result"]
+        assert [h["name"] for h in local] == ["local"] and local[0]["price_per_hour_usd"] == 0
+        job = ok(await client.call_tool("jobs_submit", {"script_path": str(sleeper)}))["job"]
+        for _ in range(100):
+            view = ok(await client.call_tool("jobs_status", {"job_id": job["id"]}))
+            if view["job"]["stage"] == "RUNNING":
+                break
+            await anyio.sleep(0.1)
+        canceled = ok(await client.call_tool("jobs_cancel", {"job_id": job["id"]}))
+        assert canceled["job"]["stage"] == "CANCELED" and canceled["next_step"] == "canceled"
 
     session(flow)
 
@@ -376,3 +400,16 @@ def test_mcp_inspector_lists_the_tools(strict):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=REPO, env=os.environ.copy())
     assert done.returncode == 0, done.stderr[-2000:]
     assert {tool["name"] for tool in json.loads(done.stdout)["tools"]} == EXPECTED_TOOLS
+
+
+def test_backend_and_flavor_come_from_the_config_when_the_call_omits_them(tmp_path, short_data):
+    path = tmp_path / "paid.yaml"
+    path.write_text(json.dumps({"model": {"name": "tiny:qwen3"}, "data": {"path": str(short_data)},
+                                "job": {"backend": "hf", "flavor": "t4-small", "timeout_s": 3600},
+                                "tracking": {"project": "from-config"}}))
+    quote = ok(session(lambda c: c.call_tool("pipeline_run", {"config_path": str(path)})))
+    assert quote["status"] == "approval_required"
+    assert (quote["cost"]["backend"], quote["cost"]["flavor"], quote["cost"]["worst_case_usd"]) == ("hf", "t4-small", 0.4)
+    local = ok(session(lambda c: c.call_tool("pipeline_preflight", {"config_path": str(path), "backend": "local",
+                                                                   "smoke": False})))
+    assert local["cost"]["backend"] == "local"

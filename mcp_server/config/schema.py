@@ -194,6 +194,12 @@ class OutputSection(Section):
         return value
 
 
+class JobSection(Section):
+    backend: Literal["local", "hf"] = Field("local", description="Where the job runs (a tool call may override).")
+    flavor: str | None = Field(None, description="Hardware flavor for the hf backend (e.g. a10g-small).")
+    timeout_s: int | None = Field(None, ge=1, description="Kill the job after this many seconds.")
+
+
 class EvalSection(Section):
     tasks: list[Literal["humaneval", "mbpp"]] = Field(
         default_factory=list, description="Benchmarks to run after training (filled by the eval step)."
@@ -226,6 +232,7 @@ class TrainConfig(Section):
     training: TrainingSection = Field(default_factory=TrainingSection)
     tracking: TrackingSection = Field(default_factory=TrackingSection)
     output: OutputSection = Field(default_factory=OutputSection)
+    job: JobSection = Field(default_factory=JobSection)
     eval: EvalSection = Field(default_factory=EvalSection)
 
     @model_validator(mode="after")

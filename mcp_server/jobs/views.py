@@ -10,6 +10,7 @@ from .base import JobBackend, JobInfo, failure_error, parse_markers, progress_of
 
 MAX_LINES = 200
 MAX_LINE_CHARS = 400
+MAX_CHARS = 7000  # keeps a page, with its JSON framing, near 8 KB
 OUTCOME_MARKERS = ("REGISTERED", "PREFLIGHT", "DONE")
 
 
@@ -70,6 +71,17 @@ def read_logs(backend: JobBackend, job_id: str, tail: int = 100, since: int | No
     else:
         start = max(0, total - tail)
         chosen = lines[start:]
+    size, kept = 0, 0
+    for line in (chosen if since is not None else reversed(chosen)):
+        size += min(len(line), MAX_LINE_CHARS) + 8
+        if size > MAX_CHARS:
+            break
+        kept += 1
+    if since is not None:
+        chosen = chosen[:kept]
+    else:
+        start += len(chosen) - kept
+        chosen = chosen[len(chosen) - kept:]
     note = ""
     if since is not None and start + len(chosen) < total:
         note = f"more lines follow: call again with since={start + len(chosen)}"

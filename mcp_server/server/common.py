@@ -18,6 +18,8 @@ log = logging.getLogger("tunepack.server")
 
 ConfigPath = Annotated[str, Field(description="Path of a tunepack YAML config (e.g. examples/demo.yaml).")]
 Backend = Annotated[str, Field(description="Job backend: 'local' (this machine, free) or 'hf' (HF Jobs).")]
+OptBackend = Annotated[str | None, Field(description="Job backend: 'local' (this machine, free) or 'hf' (HF Jobs); "
+                                                     "empty = the config's job.backend, else local.")]
 Flavor = Annotated[str | None, Field(description="Hardware flavor (jobs_hardware lists them); empty = the "
                                                  "backend's default.")]
 TimeoutS = Annotated[int | None, Field(description="Kill the job after this many seconds (required for paid "

@@ -136,11 +136,11 @@ def register(server) -> None:
     @guarded
     def registry_list(name: Annotated[str | None, Field(description="Only this adapter line.")] = None
                       ) -> list[AdapterVersion]:
-        """Adapter versions in the local registry."""
+        """Adapter versions in the local registry (the 15 newest; name an adapter line to narrow it)."""
         versions = LocalRegistry().list(name)
         if name and not versions:
             raise RegistryError(f"The registry has no adapter named '{name}'.", "call registry_list without a name.")
-        return versions[-50:]
+        return sorted(versions, key=lambda v: v.created_at)[-15:]
 
     # --- skills -----------------------------------------------------------------------------
 

@@ -11,17 +11,17 @@ from pydantic import BaseModel, Field
 
 from ..approval import Budget, BudgetStatus, Decision
 from ..config import load_config
-from ..errors import JobError
+from ..errors import JobError, TunepackError
 from ..jobs import CostEstimate, Hardware, JobInfo, JobSpec, estimate, get_backend, hf_flavors
 from ..jobs.views import JobView, LogsView, describe, read_logs
 from ..pipeline import precheck_data, start_pipeline, tiny_model_path
 from ..preflight import PreflightReport, preflight
 from ..spend import guarded_submit, reconcile
 from ..train.render import config_hash, pins, run_name_for, write_script
-from .common import ApprovalToken, Backend, ConfigPath, Flavor, JobId, TimeoutS, guarded
+from .common import ApprovalToken, Backend, ConfigPath, Flavor, JobId, OptBackend, TimeoutS, guarded
 
 MAX_WAIT_S = 50
-MAX_LISTED = 50
+MAX_LISTED = 15
 
 
 class ValidateResult(BaseModel):
@@ -58,12 +58,21 @@ class JobList(BaseModel):
     note: str = ""
 
 
-def _ask_spend(ctx: Context, backend: str = "local", flavor: str | None = None, timeout_s: int | None = None,
-               approval_token: str | None = None) -> Any:
+def _placement(config_path: str | None, backend: str | None, flavor: str | None,
+               timeout_s: int | None) -> tuple[str, str | None, int | None]:
+    """Backend, flavor and timeout: the call's values, else the config's `job` section, else local."""
+    job = load_config(config_path).job if config_path else None
+    return (backend or (job.backend if job else "local"), flavor or (job.flavor if job else None),
+            timeout_s or (job.timeout_s if job else None))
+
+
+def _ask_spend(ctx: Context, config_path: str | None = None, backend: str | None = None, flavor: str | None = None,
+               timeout_s: int | None = None, approval_token: str | None = None) -> Any:
     """Resolver: ask the human through elicitation when the client can, and only when it matters."""
     if approval_token:
         return "token"
     try:
+        backend, flavor, timeout_s = _placement(config_path, backend, flavor, timeout_s)
         cost = estimate(backend, flavor, timeout_s)
     except Exception:
         return "invalid"  # the tool body reports the real error
@@ -128,17 +137,21 @@ def register(server) -> None:
 
     @server.tool()
     @guarded
-    def pipeline_preflight(config_path: ConfigPath, backend: Backend = "local", flavor: Flavor = None,
+    def pipeline_preflight(config_path: ConfigPath, backend: OptBackend = None, flavor: Flavor = None,
                            timeout_s: TimeoutS = None,
                            smoke: Annotated[bool, Field(description="Also start the mask-check + smoke job.")] = True
                            ) -> PreflightReport:
         """Be sure before spending: validate the config, check the data and the model reference, quote the
         cost, then start a local job running the real mask check and a few smoke steps with a tiny model."""
+        try:
+            backend, flavor, timeout_s = _placement(config_path, backend, flavor, timeout_s)
+        except TunepackError:
+            backend = backend or "local"  # preflight reports the config problem as its first check
         return preflight(config_path, backend=backend, flavor=flavor, timeout_s=timeout_s, smoke=smoke)
 
     @server.tool()
     @guarded
-    def pipeline_run(config_path: ConfigPath, approval: SpendApproval, backend: Backend = "local",
+    def pipeline_run(config_path: ConfigPath, approval: SpendApproval, backend: OptBackend = None,
                      flavor: Flavor = None, timeout_s: TimeoutS = None,
                      approval_token: ApprovalToken = None) -> SpendResult:
         """Start the whole pipeline as one job: train, track in Trackio, register the adapter with its model
@@ -146,6 +159,7 @@ def register(server) -> None:
         cfg = load_config(config_path)
         precheck_data(cfg)
         arguments = {"config_path": config_path, "backend": backend, "flavor": flavor, "timeout_s": timeout_s}
+        backend, flavor, timeout_s = _placement(config_path, backend, flavor, timeout_s)
 
         def submit() -> JobInfo:
             return start_pipeline(cfg, backend=get_backend(backend), timeout_s=timeout_s, flavor=flavor).job
@@ -161,7 +175,7 @@ def register(server) -> None:
     def jobs_submit(approval: SpendApproval,
                     script_path: Annotated[str | None, Field(description="A rendered script to run.")] = None,
                     config_path: Annotated[str | None, Field(description="Or a config: runs the whole pipeline.")] = None,
-                    backend: Backend = "local", flavor: Flavor = None, timeout_s: TimeoutS = None,
+                    backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
                     labels: Annotated[dict[str, str] | None, Field(description="Labels to find the job by.")] = None,
                     secrets: Annotated[list[str] | None, Field(description="Secret NAMES only (e.g. HF_TOKEN); "
                                                               "values are read from the environment.")] = None,
@@ -177,6 +191,7 @@ def register(server) -> None:
                      "timeout_s": timeout_s, "labels": labels, "secrets": secrets, "args": args, "project": project}
         if config_path:
             project = load_config(config_path).tracking.project
+        backend, flavor, timeout_s = _placement(config_path, backend, flavor, timeout_s)
 
         def submit() -> JobInfo:
             if config_path:
@@ -214,7 +229,8 @@ def register(server) -> None:
                                                                  "CANCELED.")] = None) -> JobList:
         """Jobs, newest first, filtered by labels and stage."""
         jobs = get_backend(backend).list(labels=labels, stage=stage)
-        note = f"{len(jobs) - MAX_LISTED} older jobs not shown; filter by labels" if len(jobs) > MAX_LISTED else ""
+        note = (f"{len(jobs) - MAX_LISTED} older jobs not shown; filter by labels or stage"
+                if len(jobs) > MAX_LISTED else "")
         return JobList(jobs=jobs[:MAX_LISTED], note=note)
 
     @server.tool()
