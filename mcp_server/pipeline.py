@@ -137,16 +137,41 @@ def ensure_tiny_model(cfg: TrainConfig) -> str:
 
 # --- start, finish, run ---------------------------------------------------------------------------
 
+def data_size(cfg: TrainConfig) -> tuple[int, float]:
+    """Rows and a rough mean tokens per row (bytes / 4) of local data, for time estimates."""
+    rows = precheck_data(cfg)
+    size = sum(Path(p).stat().st_size for p in cfg.data.path)
+    return rows, (size / rows / 4 if rows else 512.0)
+
+
+def remote_timeout(cfg: TrainConfig, flavor: str | None, timeout_s: int | None, force: bool = False) -> int:
+    """The checked timeout of a remote training job (refuses < 30 min unless forced; suggests one)."""
+    from .pipeline_remote import check_timeout, suggest_timeout_s
+
+    rows, avg = data_size(cfg)
+    return check_timeout(timeout_s, suggest_timeout_s(cfg, rows, avg, flavor), force)
+
+
 def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | None = None,
                    timeout_s: int | None = None, flavor: str | None = None,
-                   extra_labels: dict[str, str] | None = None) -> StartedRun:
+                   extra_labels: dict[str, str] | None = None, force: bool = False) -> StartedRun:
     """Validate, pre-check the data, render, and submit the pipeline job; return at once."""
     cfg = load_config(config) if not isinstance(config, TrainConfig) else config
     backend = backend or get_backend("local")
-    precheck_data(cfg)
-    model_path = str(tiny_model_path(cfg)) if cfg.model.is_tiny else None
+    rows, avg_tokens = data_size(cfg)
     run_name = run_name_for(cfg)
     run_dir = home_dir("runs", run_name)
+    labels = {"project": cfg.tracking.project, "run": run_name, "config_hash": config_hash(cfg), "stage": "train",
+              **(extra_labels or {})}
+    if backend.name != "local":
+        from .pipeline_remote import prepare_remote
+
+        remote, push, timeout = prepare_remote(cfg, rows, avg_tokens, flavor=flavor, timeout_s=timeout_s, force=force)
+        script = write_script(remote, run_dir / "train.py", run_name=run_name, push=push)
+        spec = JobSpec(script=str(script), name=run_name, timeout_s=timeout, flavor=flavor, secrets=["HF_TOKEN"],
+                       labels={**labels, "output_repo": push["repo_id"]})
+        return StartedRun(run_name=run_name, run_dir=str(run_dir), script_path=str(script), job=backend.submit(spec))
+    model_path = str(tiny_model_path(cfg)) if cfg.model.is_tiny else None
     default_output = not cfg.output.adapter_dir
     output_dir = run_dir / "adapter" if default_output else Path(cfg.output.adapter_dir)
     if default_output:
@@ -159,9 +184,7 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | No
         "trackio_dir": str(tdir), "tiny_model": model_path,
     }, indent=2))
     spec = JobSpec(module="mcp_server.pipeline_job", args=[str(run_dir)], name=run_name, timeout_s=timeout_s,
-                   flavor=flavor, env={"TRACKIO_DIR": str(tdir)},
-                   labels={"project": cfg.tracking.project, "run": run_name, "config_hash": config_hash(cfg),
-                           "stage": "train", **(extra_labels or {})})
+                   flavor=flavor, env={"TRACKIO_DIR": str(tdir)}, labels=labels)
     return StartedRun(run_name=run_name, run_dir=str(run_dir), script_path=str(script), job=backend.submit(spec))
 
 

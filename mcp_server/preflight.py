@@ -23,7 +23,6 @@ from .pipeline import precheck_data, tiny_model_path
 from .train.render import config_hash, run_name_for, write_script
 
 SMOKE_STEPS = 3
-PENDING_REMOTE = "needs the hf backend (HF Jobs and Hub support come in the next capability)"
 
 
 class Check(BaseModel):
@@ -54,6 +53,30 @@ def smoke_config(cfg: TrainConfig) -> TrainConfig:
         "output": cfg.output.model_copy(update={"adapter_dir": None, "hub_repo_id": None})})
 
 
+def remote_checks(cfg: TrainConfig, backend: str) -> list[Check]:
+    """Token valid; can write the output repo's namespace; can run jobs in the job namespace."""
+    from .hf_auth import permissions
+
+    try:
+        who = permissions()
+    except TunepackError as exc:
+        return [Check(name="hf_token", status="fail", detail=exc.problem, fix=exc.fix)]
+    out = [Check(name="hf_token", status="pass", detail=f"token of '{who.user}' (role {who.role})")]
+    target = cfg.output.hub_repo_id or f"{who.user}/{cfg.registry_name}"
+    owner = target.split("/")[0]
+    out.append(Check(name="hub_write", status="pass" if owner in who.can_write else "fail",
+                     detail=f"{'can' if owner in who.can_write else 'cannot'} write repos in '{owner}' ({target})",
+                     fix=None if owner in who.can_write else
+                     f"use a token with write access to '{owner}', or set output.hub_repo_id in a namespace "
+                     f"the token can write ({', '.join(who.can_write) or 'none'})"))
+    if backend != "local":
+        ok = who.user in who.can_run_jobs
+        out.append(Check(name="jobs_namespace", status="pass" if ok else "fail",
+                         detail=f"{'can' if ok else 'cannot'} submit jobs in '{who.user}'",
+                         fix=None if ok else f"use a token with job.write on '{who.user}'"))
+    return out
+
+
 def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
               timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
     checks: list[Check] = []
@@ -82,8 +105,7 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
         checks.append(Check(name="model", status="pass", detail=f"local model folder {cfg.model.name}"))
     else:
         checks.append(Check(name="model", status="pending",
-                            detail=f"Hub id {cfg.model.name}: the mask-check job loads its tokenizer; "
-                                   f"checking the repo itself {PENDING_REMOTE}"))
+                            detail=f"Hub id {cfg.model.name}: the mask-check job loads its tokenizer from the Hub"))
 
     try:
         cost = estimate(backend, flavor, timeout_s)
@@ -93,8 +115,10 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
                         detail=f"{cost.flavor} at ${cost.price_per_hour_usd:.2f}/h: worst case ${cost.worst_case_usd:.2f}"
                                + (" (needs human approval)" if cost.needs_approval else "")))
     if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
-        for name in ("hf_token", "hub_write", "jobs_namespace"):
-            checks.append(Check(name=name, status="pending", detail=PENDING_REMOTE))
+        checks.extend(remote_checks(cfg, backend))
+        if any(c.status == "fail" for c in checks):
+            return PreflightReport(ok=False, checks=checks, cost=cost,
+                                   next_step="fix the failed check and run preflight again")
 
     if not smoke:
         return PreflightReport(ok=True, checks=checks, cost=cost, next_step="run the pipeline (pipeline_run)")

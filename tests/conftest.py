@@ -15,7 +15,7 @@ import pytest
 _STATE = Path(tempfile.mkdtemp(prefix="tunepack-tests-"))
 os.environ["TUNEPACK_HOME"] = str(_STATE / "home")
 os.environ["TRACKIO_DIR"] = str(_STATE / "trackio")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.pop("HF_HUB_OFFLINE", None)  # the Hub stand-in must be reachable; nothing else is
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -43,6 +43,17 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    """A loopback Hub + Jobs stand-in, with HF_ENDPOINT and HF_TOKEN pointing at it."""
+    from standin.hub_service import HubStandIn
+
+    with HubStandIn() as stand_in:
+        monkeypatch.setenv("HF_ENDPOINT", stand_in.endpoint)
+        monkeypatch.setenv("HF_TOKEN", stand_in.state.token)
+        yield stand_in
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,9 @@ BACKENDS = {"local": LocalBackend}
 
 def get_backend(name: str = "local", **kwargs) -> JobBackend:
     if name == "hf":
-        raise JobError("The HF Jobs backend is not available in this version of tunepack.",
-                       "use backend 'local' (jobs run on this machine); HF Jobs support is the next capability.")
+        from .hf import HfBackend  # imports huggingface_hub only when asked for
+
+        return HfBackend(**kwargs)
     try:
         return BACKENDS[name](**kwargs)
     except KeyError:

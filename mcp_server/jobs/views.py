@@ -51,6 +51,8 @@ def describe(backend: JobBackend, job_id: str) -> JobView:
                             loss=losses[-1]["loss"] if losses else None,
                             eval_loss=evals[-1]["eval_loss"] if evals else None)
     outcome = next((parse_markers(text, k)[-1] for k in OUTCOME_MARKERS if parse_markers(text, k)), None)
+    if outcome and "manifest" in outcome:  # remote runs carry their whole manifest: too big for a result
+        outcome = {k: v for k, v in outcome.items() if k != "manifest"}
     error = None
     if info.stage in ("ERROR", "CANCELED"):
         error = str(failure_error(info, text))

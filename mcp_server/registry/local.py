@@ -38,6 +38,8 @@ class AdapterVersion(BaseModel):
     run_name: str | None = None
     job_id: str | None = None
     files: list[str] = []
+    hub_repo: str | None = None
+    hub_commit: str | None = None
 
     @property
     def card_path(self) -> str:
@@ -87,6 +89,28 @@ class LocalRegistry:
                                        files=sorted(p.name for p in staging.iterdir()) + ["registry.json"])
                 (staging / "registry.json").write_text(entry.model_dump_json(indent=2), encoding="utf-8")
                 os.rename(staging, target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return entry
+
+    def record_remote(self, name: str, *, manifest: dict, hub_repo: str, hub_commit: str,
+                      card: Callable[[int], str], run_name: str | None = None,
+                      job_id: str | None = None) -> AdapterVersion:
+        """A version whose weights live in a Hub repo (a remote job pushed them): card + manifest here."""
+        folder = self.root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
+        try:
+            (staging / "tunepack_manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+            with FileLock(str(folder / ".lock"), timeout=60):
+                version = (self._versions(name) or [0])[-1] + 1
+                (staging / "README.md").write_text(card(version), encoding="utf-8")
+                entry = AdapterVersion(name=name, version=version, path=str(folder / f"v{version}"),
+                                       created_at=time.time(), base_model=manifest["config"]["model"]["name"],
+                                       run_name=run_name, job_id=job_id, hub_repo=hub_repo, hub_commit=hub_commit,
+                                       files=["README.md", "registry.json", "tunepack_manifest.json"])
+                (staging / "registry.json").write_text(entry.model_dump_json(indent=2), encoding="utf-8")
+                os.rename(staging, entry.path)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return entry

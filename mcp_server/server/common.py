@@ -9,8 +9,9 @@ import logging
 import sys
 from typing import Annotated
 
+from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from ..errors import TunepackError
 
@@ -26,8 +27,20 @@ TimeoutS = Annotated[int | None, Field(description="Kill the job after this many
                                                    "flavors: it bounds the worst-case cost).", ge=1)]
 ApprovalToken = Annotated[str | None, Field(description="Only after a human approved a quote: the token the "
                                                         "previous call returned.")]
+Force = Annotated[bool, Field(description="Allow a remote training timeout under 30 minutes (smoke jobs only).")]
 JobId = Annotated[str, Field(description="A job id returned by a submit/run/preflight tool or jobs_list.")]
 Project = Annotated[str, Field(description="Trackio project name.")]
+
+
+class Approval(BaseModel):
+    approve: bool = Field(description="Approve?")
+
+
+def elicited(outcome) -> bool | None:
+    """True/False when the human answered an elicitation, None when none was asked."""
+    if isinstance(outcome, AcceptedElicitation):
+        return outcome.data.approve if isinstance(outcome.data, Approval) else None
+    return False  # declined or cancelled
 
 
 def _fail(name: str, exc: BaseException) -> ToolError:

@@ -7,8 +7,16 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
+from typing import Any
+
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.server.mcpserver.utilities.types import Image
 from pydantic import BaseModel, Field
+
+from ..approval import Decision, decide
+from ..registry.hub import HubPush, publish
 
 from ..errors import DataError, RegistryError
 from ..jobs import get_backend
@@ -18,7 +26,7 @@ from ..tracking import CompareRow, RunReport, TrackioStore, compare_runs, run_re
 from ..tracking import writer
 from ..tracking.plot import curves_png
 from ..viewer import DatasetReport, inspect_dataset
-from .common import ConfigPath, Project, guarded
+from .common import Approval, ApprovalToken, ConfigPath, Project, elicited, guarded
 
 PREVIEW_TIMEOUT_S = 18
 
@@ -45,6 +53,23 @@ class MaskPreview(BaseModel):
 
 
 RunName = Annotated[str, Field(description="Run name within the project.")]
+
+
+class PublishResult(BaseModel):
+    status: str = Field(description="published | approval_required")
+    decision: Decision
+    push: HubPush | None = None
+    next_step: str
+
+
+def _ask_publish(ctx: Context, repo_id: str, private: bool = True, approval_token: str | None = None) -> Any:
+    """Resolver: a public repo is publishing — ask the human when the client can."""
+    if private or approval_token:
+        return "not-needed" if private else "token"
+    caps = ctx.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return "no-elicitation"
+    return Elicit(f"tunepack wants to publish an adapter as the PUBLIC repo {repo_id}. Approve?", Approval)
 
 
 def register(server) -> None:
@@ -141,6 +166,29 @@ def register(server) -> None:
         if name and not versions:
             raise RegistryError(f"The registry has no adapter named '{name}'.", "call registry_list without a name.")
         return sorted(versions, key=lambda v: v.created_at)[-15:]
+
+    @server.tool()
+    @guarded
+    def registry_publish(name: Annotated[str, Field(description="Registry name of the adapter line.")],
+                         repo_id: Annotated[str, Field(description="Hub model repo, namespace/name.")],
+                         approval: Annotated[ElicitationResult[Approval], Resolve(_ask_publish)],
+                         version: Annotated[int | None, Field(description="Version (default the newest).", ge=1)]
+                         = None,
+                         private: Annotated[bool, Field(description="Private repo (default). Public needs human "
+                                                                    "approval.")] = True,
+                         approval_token: ApprovalToken = None) -> PublishResult:
+        """Push a registry version to the Hugging Face Hub: adapter, manifest and a model card with model-index.
+        Re-publishing the same version to the same repo returns the same commit."""
+        entry = LocalRegistry().get(name, version)
+        arguments = {"name": name, "repo_id": repo_id, "version": entry.version, "private": private}
+        decision = decide("registry_publish", arguments, cost_usd=0.0, needs_approval=not private,
+                          summary=f"publish {name} v{entry.version} as the public repo {repo_id}",
+                          elicited=elicited(approval) if not private else None, approval_token=approval_token)
+        if decision.status == "approval_required":
+            return PublishResult(status="approval_required", decision=decision, next_step=decision.message)
+        pushed = publish(entry, repo_id, private=private)
+        return PublishResult(status="published", decision=decision, push=pushed,
+                             next_step=f"the adapter is at {pushed.url} (commit {pushed.commit[:12]})")
 
     # --- skills -----------------------------------------------------------------------------
 

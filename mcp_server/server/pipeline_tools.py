@@ -4,7 +4,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio
-from mcp.server.elicitation import AcceptedElicitation, ElicitationResult
+from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Elicit, Resolve
 from pydantic import BaseModel, Field
@@ -14,11 +14,11 @@ from ..config import load_config
 from ..errors import JobError, TunepackError
 from ..jobs import CostEstimate, Hardware, JobInfo, JobSpec, estimate, get_backend, hf_flavors
 from ..jobs.views import JobView, LogsView, describe, read_logs
-from ..pipeline import precheck_data, start_pipeline, tiny_model_path
+from ..pipeline import precheck_data, remote_timeout, start_pipeline, tiny_model_path
 from ..preflight import PreflightReport, preflight
 from ..spend import guarded_submit, reconcile
 from ..train.render import config_hash, pins, run_name_for, write_script
-from .common import ApprovalToken, Backend, ConfigPath, Flavor, JobId, OptBackend, TimeoutS, guarded
+from .common import Approval, ApprovalToken, elicited as _elicited, Backend, ConfigPath, Flavor, Force, JobId, OptBackend, TimeoutS, guarded
 
 MAX_WAIT_S = 50
 MAX_LISTED = 15
@@ -38,10 +38,6 @@ class RenderResult(BaseModel):
     config_hash: str
     pins: list[str]
     how_to_run: str
-
-
-class Approval(BaseModel):
-    approve: bool = Field(description="Approve this spending?")
 
 
 class SpendResult(BaseModel):
@@ -85,13 +81,6 @@ def _ask_spend(ctx: Context, config_path: str | None = None, backend: str | None
                   f"timeout {timeout_s} s): it may cost up to ${cost.worst_case_usd:.2f}. Approve?", Approval)
 
 
-def _elicited(outcome: Any) -> bool | None:
-    """True/False when the human answered an elicitation, None when none was asked."""
-    if isinstance(outcome, AcceptedElicitation):
-        return outcome.data.approve if isinstance(outcome.data, Approval) else None
-    return False  # declined or cancelled
-
-
 SpendApproval = Annotated[ElicitationResult[Approval], Resolve(_ask_spend)]
 
 
@@ -105,6 +94,16 @@ def _spend(tool: str, arguments: dict, backend: str, flavor: str | None, timeout
                            next_step=outcome.decision.message)
     return SpendResult(status="submitted", decision=outcome.decision, cost=cost, job=outcome.job,
                        next_step=f"follow it with jobs_wait(job_id='{outcome.job.id}')")
+
+
+def _settle(backend, view: JobView) -> JobView:
+    """After a look at a job: settle its budget charge; record a finished remote training run."""
+    reconcile(backend)
+    if backend.name != "local" and view.job.stage == "COMPLETED" and view.job.labels.get("stage") == "train":
+        from ..pipeline_remote import finish_remote
+
+        view.outcome = {**(view.outcome or {}), "registered": finish_remote(backend, view.job.id)}
+    return view
 
 
 def register(server) -> None:
@@ -152,17 +151,22 @@ def register(server) -> None:
     @server.tool()
     @guarded
     def pipeline_run(config_path: ConfigPath, approval: SpendApproval, backend: OptBackend = None,
-                     flavor: Flavor = None, timeout_s: TimeoutS = None,
+                     flavor: Flavor = None, timeout_s: TimeoutS = None, force: Force = False,
                      approval_token: ApprovalToken = None) -> SpendResult:
-        """Start the whole pipeline as one job: train, track in Trackio, register the adapter with its model
-        card. Returns at once with the job id; paid flavors need human approval first."""
+        """Start the whole pipeline as one job: train, track, register the adapter with its model card (on HF
+        Jobs: data uploaded to a private dataset repo, checkpoints and adapter pushed to a private output repo).
+        Returns at once with the job id; paid flavors need human approval first."""
         cfg = load_config(config_path)
         precheck_data(cfg)
-        arguments = {"config_path": config_path, "backend": backend, "flavor": flavor, "timeout_s": timeout_s}
+        arguments = {"config_path": config_path, "backend": backend, "flavor": flavor, "timeout_s": timeout_s,
+                     "force": force}
         backend, flavor, timeout_s = _placement(config_path, backend, flavor, timeout_s)
+        if backend != "local":
+            timeout_s = remote_timeout(cfg, flavor, timeout_s, force)
 
         def submit() -> JobInfo:
-            return start_pipeline(cfg, backend=get_backend(backend), timeout_s=timeout_s, flavor=flavor).job
+            return start_pipeline(cfg, backend=get_backend(backend), timeout_s=timeout_s, flavor=flavor,
+                                  force=force).job
 
         result = _spend("pipeline_run", arguments, backend, flavor, timeout_s, cfg.tracking.project, submit,
                         approval, approval_token)
@@ -181,22 +185,26 @@ def register(server) -> None:
                                                               "values are read from the environment.")] = None,
                     args: Annotated[list[str] | None, Field(description="Arguments for the script.")] = None,
                     project: Annotated[str, Field(description="Project charged in the budget.")] = "tunepack",
-                    approval_token: ApprovalToken = None) -> SpendResult:
+                    force: Force = False, approval_token: ApprovalToken = None) -> SpendResult:
         """Submit a job: a rendered script (or a config, which runs the pipeline). Paid flavors need human
         approval and fit the daily budget."""
         if bool(script_path) == bool(config_path):
             raise JobError("Give exactly one of script_path or config_path.",
                            "pass script_path for a rendered script, or config_path to run the pipeline.")
         arguments = {"script_path": script_path, "config_path": config_path, "backend": backend, "flavor": flavor,
-                     "timeout_s": timeout_s, "labels": labels, "secrets": secrets, "args": args, "project": project}
-        if config_path:
-            project = load_config(config_path).tracking.project
+                     "timeout_s": timeout_s, "labels": labels, "secrets": secrets, "args": args, "project": project,
+                     "force": force}
         backend, flavor, timeout_s = _placement(config_path, backend, flavor, timeout_s)
+        if config_path:
+            cfg = load_config(config_path)
+            project = cfg.tracking.project
+            if backend != "local":
+                timeout_s = remote_timeout(cfg, flavor, timeout_s, force)
 
         def submit() -> JobInfo:
             if config_path:
                 return start_pipeline(config_path, backend=get_backend(backend), timeout_s=timeout_s, flavor=flavor,
-                                      extra_labels=labels).job
+                                      extra_labels=labels, force=force).job
             spec = JobSpec(script=script_path, args=args or [], name=Path(script_path).stem, labels=labels or {},
                            secrets=secrets or [], timeout_s=timeout_s, flavor=flavor)
             return get_backend(backend).submit(spec)
@@ -206,10 +214,9 @@ def register(server) -> None:
     @server.tool()
     @guarded
     def jobs_status(job_id: JobId, backend: Backend = "local") -> JobView:
-        """Stage, training progress, outcome or error of one job."""
-        b = get_backend(backend)
-        reconcile(b)
-        return describe(b, job_id)
+        """Stage, training progress, outcome or error of one job (a finished HF training job is recorded in
+        the registry with its Hub repo + commit)."""
+        return _settle(get_backend(backend), describe(get_backend(backend), job_id))
 
     @server.tool()
     @guarded
@@ -239,8 +246,7 @@ def register(server) -> None:
         """Cancel a job (its whole process group is stopped)."""
         b = get_backend(backend)
         b.cancel(job_id)
-        reconcile(b)
-        return describe(b, job_id)
+        return _settle(b, describe(b, job_id))
 
     @server.tool()
     @guarded
@@ -262,7 +268,7 @@ def register(server) -> None:
             if view.job.done or anyio.current_time() >= deadline:
                 break
             await anyio.sleep(0.5)
-        reconcile(b)
+        view = _settle(b, view)
         if not view.job.done:
             view.next_step = "still running: call jobs_wait again"
         return view
@@ -270,8 +276,14 @@ def register(server) -> None:
     @server.tool()
     @guarded
     def jobs_hardware(backend: Backend = "hf") -> list[Hardware]:
-        """Hardware flavors with their hourly price in USD."""
-        return list(hf_flavors()) if backend == "hf" else get_backend(backend).hardware()
+        """Hardware flavors with their hourly price in USD (live from HF Jobs when a token is available,
+        else tunepack's price table)."""
+        if backend == "hf":
+            try:
+                return get_backend("hf").hardware()
+            except TunepackError:
+                return list(hf_flavors())
+        return get_backend(backend).hardware()
 
     @server.tool()
     @guarded

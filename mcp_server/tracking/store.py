@@ -90,17 +90,31 @@ class TrackioStore:
         return points
 
     def summary(self, project: str, run: str) -> RunSummary:
-        points = self.history(project, run)
-        first: dict[str, float] = {}
-        last: dict[str, float] = {}
-        low: dict[str, float] = {}
-        high: dict[str, float] = {}
-        for point in points:
-            for key, value in point.values.items():
-                first.setdefault(key, value)
-                last[key] = value
-                if not math.isnan(value):
-                    low[key] = min(low.get(key, value), value)
-                    high[key] = max(high.get(key, value), value)
-        return RunSummary(project=project, run=run, points=len(points), first=first, last=last,
-                          minimum=low, maximum=high)
+        return summarize(project, run, self.history(project, run))
+
+
+def points_from_metric_lines(records: list[dict]) -> list[MetricPoint]:
+    """MetricPoints from the TUNEPACK_METRIC lines of a job log (remote jobs have no local Trackio)."""
+    points = []
+    for record in records:
+        values = {k: float(v) for k, v in record.items() if k not in ("step", "max_steps")
+                  and isinstance(v, (int, float)) and not isinstance(v, bool)}
+        if values:
+            points.append(MetricPoint(step=int(record.get("step", 0)), values=values))
+    return points
+
+
+def summarize(project: str, run: str, points: list[MetricPoint]) -> RunSummary:
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    low: dict[str, float] = {}
+    high: dict[str, float] = {}
+    for point in points:
+        for key, value in point.values.items():
+            first.setdefault(key, value)
+            last[key] = value
+            if not math.isnan(value):
+                low[key] = min(low.get(key, value), value)
+                high[key] = max(high.get(key, value), value)
+    return RunSummary(project=project, run=run, points=len(points), first=first, last=last,
+                      minimum=low, maximum=high)

@@ -49,8 +49,10 @@ def run_name_for(cfg: TrainConfig) -> str:
     return cfg.tracking.run_name or f"{cfg.run_name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: str | None = None) -> str:
-    """The script text. ``model_path`` replaces ``model.name`` where it was resolved (tiny models)."""
+def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: str | None = None,
+                  push: dict | None = None) -> str:
+    """The script text. ``model_path`` replaces ``model.name`` where it was resolved (tiny models);
+    ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub."""
     run_name = run_name or run_name_for(cfg)
     maskcheck = "".join(  # the script has its own __future__ import at the top
         line for line in (HERE / "maskcheck.py").read_text(encoding="utf-8").splitlines(keepends=True)
@@ -63,6 +65,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "model_path": model_path or cfg.model.name,
         "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git_commit": _git_commit(Path.cwd()),
+        "push": push,
     }
     return render_template(
         TEMPLATE,
@@ -78,11 +81,11 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
 
 
 def write_script(cfg: TrainConfig, out: str | Path, *, model_path: str | None = None,
-                 run_name: str | None = None) -> Path:
+                 run_name: str | None = None, push: dict | None = None) -> Path:
     """Write the script atomically (a crash never leaves half a script behind)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = render_script(cfg, model_path=model_path, run_name=run_name)
+    text = render_script(cfg, model_path=model_path, run_name=run_name, push=push)
     fd, tmp = tempfile.mkstemp(prefix=".train-", suffix=".py", dir=out.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)

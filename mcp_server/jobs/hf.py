@@ -1,0 +1,132 @@
+"""The HF Jobs backend, through huggingface_hub's Jobs API.
+
+A job runs one rendered script on the uv image. The script travels inline — base64 in the
+command, decoded by ``bash -c`` and run with ``uv run`` — because handing a local path to
+``run_uv_job`` uploads it through a storage bucket and prints to stdout (which is the MCP stream).
+The HF token goes in as a job *secret*, never as env; other secrets are read from the environment
+by name. Jobs are ephemeral: the training script pushes its outputs to the Hub itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shlex
+import time
+from datetime import datetime
+from pathlib import Path
+
+from .. import hf_auth
+from ..errors import JobError
+from .base import Hardware, JobBackend, JobInfo, JobSpec
+
+UV_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm"
+SCRIPT_IN_JOB = "/tmp/tunepack_job.py"
+UNIT_HOURS = {"hour": 1.0, "minute": 60.0, "second": 3600.0}
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value else None
+
+
+def inline_command(script_text: str, args: list[str]) -> list[str]:
+    """bash -c that writes the base64-encoded script to a file and runs it with uv."""
+    encoded = base64.b64encode(script_text.encode()).decode()
+    run = f"echo {encoded} | base64 -d > {SCRIPT_IN_JOB} && exec uv run {SCRIPT_IN_JOB} " + " ".join(
+        shlex.quote(a) for a in args)
+    return ["bash", "-c", run]
+
+
+class HfBackend(JobBackend):
+    name = "hf"
+
+    def __init__(self, namespace: str | None = None):
+        self.api = hf_auth.api()
+        self._namespace = namespace
+
+    @property
+    def namespace(self) -> str:
+        if self._namespace is None:
+            try:
+                self._namespace = self.api.whoami()["name"]
+            except Exception as exc:
+                raise hf_auth.http_error(exc, action="Finding the job namespace") from None
+        return self._namespace
+
+    def _call(self, action: str, fn, *, job_id: str | None = None):
+        try:
+            return fn()
+        except JobError:
+            raise
+        except Exception as exc:
+            if getattr(exc, "response", None) is None:
+                raise
+            raise hf_auth.http_error(exc, action=action, namespace=self.namespace, job_id=job_id) from None
+
+    def _info(self, job) -> JobInfo:
+        status = job.status
+        return JobInfo(id=job.id, backend=self.name, name=(job.labels or {}).get("name", job.id),
+                       stage=status.stage if status else "SCHEDULING", message=status.message if status else None,
+                       labels={k: v for k, v in (job.labels or {}).items() if k != "name"},
+                       created_at=_ts(job.created_at) or time.time(), started_at=_ts(job.started_at),
+                       ended_at=_ts(job.finished_at), flavor=job.flavor, url=job.url)
+
+    def submit(self, spec: JobSpec) -> JobInfo:
+        if spec.module:
+            raise JobError(f"The hf backend runs rendered scripts only; '{spec.module}' is a local tunepack module.",
+                           "submit a rendered script (pipeline_render) or run the pipeline with backend 'hf'.")
+        script = Path(spec.script)
+        if not script.is_file():
+            raise JobError(f"Script '{script}' does not exist.", "render one first (pipeline_render).")
+        secrets = {"HF_TOKEN": hf_auth.token()}
+        for name in spec.secrets:
+            if name == "HF_TOKEN":
+                continue
+            value = os.environ.get(name)
+            if not value:
+                raise JobError(f"The job needs the secret {name}, which is not set in the environment.",
+                               "export it in the shell that starts tunepack (only its name is passed to tools).")
+            secrets[name] = value
+        leaked = [k for k in spec.env if k.upper() in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN") or "TOKEN" in k.upper()]
+        if leaked:
+            raise JobError(f"Environment variable(s) {', '.join(leaked)} look like secrets.",
+                           "pass them in secrets (by name), never in env.")
+        job = self._call("Submitting the job", lambda: self.api.run_job(
+            image=UV_IMAGE, command=inline_command(script.read_text(encoding="utf-8"), spec.args),
+            env=spec.env or None, secrets=secrets, flavor=spec.flavor or "cpu-basic", timeout=spec.timeout_s,
+            name=spec.name, labels=spec.labels or None, namespace=self.namespace))
+        return self._info(job)
+
+    def status(self, job_id: str) -> JobInfo:
+        return self._info(self._call("Reading the job", lambda: self.api.inspect_job(
+            job_id=job_id, namespace=self.namespace), job_id=job_id))
+
+    def logs(self, job_id: str, tail: int | None = None) -> str:
+        lines = self._call("Reading the job logs", lambda: list(self.api.fetch_job_logs(
+            job_id=job_id, namespace=self.namespace, follow=False, tail=tail)), job_id=job_id)
+        return "\n".join(lines)
+
+    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> list[JobInfo]:
+        jobs = self._call("Listing jobs", lambda: list(self.api.list_jobs(
+            namespace=self.namespace, labels=labels or None, status=stage)))
+        infos = [self._info(j) for j in jobs]
+        return sorted(infos, key=lambda i: i.created_at, reverse=True)
+
+    def cancel(self, job_id: str) -> JobInfo:
+        self._call("Canceling the job", lambda: self.api.cancel_job(job_id=job_id, namespace=self.namespace),
+                   job_id=job_id)
+        return self.status(job_id)
+
+    def hardware(self) -> list[Hardware]:
+        items = self._call("Listing hardware", lambda: self.api.list_jobs_hardware())
+        out = []
+        for hw in items:
+            per_hour = hw.unit_cost_usd * UNIT_HOURS.get(hw.unit_label, 1.0)
+            acc = hw.accelerator
+            out.append(Hardware(name=hw.name, description=f"{hw.pretty_name}: {hw.cpu}, {hw.ram}",
+                                price_per_hour_usd=round(per_hour, 4),
+                                accelerator=f"{acc.quantity}x {acc.model}" if acc else None))
+        return out
+
+    def wait(self, job_id, timeout_s=None, poll_s=5.0, on_line=None) -> JobInfo:
+        return super().wait(job_id, timeout_s=timeout_s, poll_s=poll_s, on_line=on_line)

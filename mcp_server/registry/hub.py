@@ -1,0 +1,133 @@
+"""Publish a registry version to the Hugging Face Hub: create the repo (private by default), upload
+the adapter, its manifest and a model card built with ``ModelCard`` / ``ModelCardData``.
+
+Re-publishing the same version to the same repo is idempotent: the version folder remembers what
+it pushed (``hub.json``: repo, commit, a hash of the content) and a repeat returns that commit
+without a new upload.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from .. import hf_auth
+from .local import AdapterVersion
+
+HUB_TAGS = ["peft", "trl", "sft", "tunepack"]
+SKIP = {"registry.json", "hub.json", "README.md"}
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+class HubPush(BaseModel):
+    repo_id: str
+    url: str
+    commit: str
+    commit_url: str | None = None
+    private: bool
+    reused: bool = False
+    files: list[str]
+
+
+def _content_hash(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in SKIP):
+        digest.update(str(path.relative_to(folder)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def hub_card(body_markdown: str, manifest: dict, name: str, eval_results: list[dict] | None = None) -> str:
+    """The card text with Hub metadata: base_model, datasets, library_name, tags and model-index."""
+    from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+    config = manifest.get("config", {})
+    base = (config.get("model") or {}).get("name", "")
+    dataset = (config.get("data") or {}).get("hub_id")
+    results = [EvalResult(task_type="text-generation", dataset_type=r["dataset_type"], dataset_name=r["dataset_name"],
+                          metric_type=r["metric_type"], metric_value=r["metric_value"]) for r in eval_results or []]
+    data = ModelCardData(base_model=base if HUB_ID.match(base) else None, datasets=[dataset] if dataset else None,
+                         library_name="peft", tags=HUB_TAGS, model_name=name, eval_results=results or None)
+    body = re.sub(r"^---\n.*?\n---\n", "", body_markdown, count=1, flags=re.S)
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n{body}"))
+
+
+def publish(entry: AdapterVersion, repo_id: str, *, private: bool = True,
+            eval_results: list[dict] | None = None) -> HubPush:
+    folder = Path(entry.path)
+    if not HUB_ID.match(repo_id):
+        raise hf_auth.HubError(f"'{repo_id}' is not a repo id.", "use namespace/name, e.g. alice/qwen3-agent-sft.")
+    content = _content_hash(folder)
+    record_path = folder / "hub.json"
+    records = json.loads(record_path.read_text()) if record_path.is_file() else {}
+    previous = records.get(repo_id)
+    if previous and previous["content"] == content:
+        return HubPush(**{k: v for k, v in previous.items() if k != "content"}, reused=True)
+
+    api = hf_auth.api()
+    try:
+        repo_url = str(api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model"))
+    except Exception as exc:
+        raise hf_auth.http_error(exc, action="Creating the repo", repo_id=repo_id) from None
+    manifest_path = folder / "tunepack_manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
+    staging = Path(tempfile.mkdtemp(prefix="tunepack-hub-"))
+    try:
+        for item in folder.iterdir():
+            if item.name not in SKIP and not item.name.startswith("."):
+                (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
+        (staging / "README.md").write_text(hub_card(card, manifest, entry.name, eval_results), encoding="utf-8")
+        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file())
+        try:
+            commit = api.upload_folder(repo_id=repo_id, folder_path=str(staging), repo_type="model",
+                                       commit_message=f"tunepack: {entry.name} v{entry.version}")
+        except Exception as exc:
+            raise hf_auth.http_error(exc, action="Uploading the adapter", repo_id=repo_id) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    result = HubPush(repo_id=repo_id, url=repo_url, commit=commit.oid, commit_url=commit.commit_url,
+                     private=private, files=files)
+    records[repo_id] = {**result.model_dump(exclude={"reused"}), "content": content}
+    record_path.write_text(json.dumps(records, indent=2))
+    return result
+
+
+def upload_dataset(files: list[str], repo_id: str, *, private: bool = True) -> str:
+    """Upload local training files to a (private) dataset repo; return the commit to pin."""
+    api = hf_auth.api()
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    except Exception as exc:
+        raise hf_auth.http_error(exc, action="Creating the dataset repo", repo_id=repo_id) from None
+    staging = Path(tempfile.mkdtemp(prefix="tunepack-data-"))
+    try:
+        (staging / "data").mkdir()
+        for index, path in enumerate(files):
+            src = Path(path)
+            shutil.copy2(src, staging / "data" / f"train-{index:05d}{src.suffix}")
+        try:
+            commit = api.upload_folder(repo_id=repo_id, folder_path=str(staging), repo_type="dataset",
+                                       commit_message="tunepack: training data")
+        except Exception as exc:
+            raise hf_auth.http_error(exc, action="Uploading the training data", repo_id=repo_id) from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return commit.oid
+
+
+def push_card(repo_id: str, card_text: str) -> str:
+    """Replace the README.md of a repo (the script's own push wrote TRL's card); return the commit."""
+    api = hf_auth.api()
+    try:
+        commit = api.upload_file(path_or_fileobj=card_text.encode(), path_in_repo="README.md", repo_id=repo_id,
+                                 commit_message="tunepack: model card")
+    except Exception as exc:
+        raise hf_auth.http_error(exc, action="Uploading the model card", repo_id=repo_id) from None
+    return commit.oid
