@@ -64,12 +64,12 @@ def prepare_remote(cfg: TrainConfig, rows: int, avg_tokens: float, *, flavor: st
     who = permissions()
     repo_id = cfg.output.hub_repo_id or f"{who.user}/{cfg.registry_name}"
     push = {"repo_id": repo_id, "private": cfg.output.private}
-    remote = cfg.model_copy(deep=True)
+    remote = cfg
     if cfg.data.path:
         data_repo = f"{who.user}/tunepack-data-{fingerprint(cfg.data.path, 'data', 0)}"
         revision = upload_dataset(cfg.data.path, data_repo, private=True)
-        remote.data.path, remote.data.hub_id, remote.data.revision = [], data_repo, revision
-        remote.data.split = "train"
+        data = cfg.data.model_copy(update={"path": [], "hub_id": data_repo, "revision": revision, "split": "train"})
+        remote = cfg.model_copy(update={"data": data})
     return remote, push, timeout
 
 

@@ -12,6 +12,9 @@ Shapes not in hf-apis.md:
   fine-grained tokens (entity ``{type, name}`` + permission strings such as ``repo.write``,
   ``job.write``).
 - ``/api/jobs/hardware``'s fields come from ``JobHardwareInfo.__init__`` in huggingface_hub 2.4.
+- ``revision``, ``tree`` and ``resolve`` (used by ``snapshot_download`` when a retried job looks for its
+  last checkpoint): the fields huggingface_hub 2.4 reads — ``sha`` and ``siblings[].rfilename``;
+  tree entries ``type/path/size/oid``; resolve headers ``X-Repo-Commit``, ``ETag``, ``Content-Length``.
 """
 
 from __future__ import annotations
@@ -128,6 +131,23 @@ class Handler(BaseHTTPRequestHandler):
                                     "auth": {"type": "access_token", "accessToken": token}})
         if path == "/api/jobs/hardware":
             return self._send(200, HARDWARE)
+        m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)/revision/(.+)", path)
+        if m:
+            repo = s.repos.get(m.group(2))
+            if repo is None or not repo["commits"]:
+                return self._error(404, "Repository not found")
+            return self._send(200, {"id": m.group(2), "sha": repo["commits"][-1], "private": repo["private"],
+                                    "siblings": [{"rfilename": p} for p in sorted(repo["files"])]})
+        m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)/tree/([^/]+)", path)
+        if m:  # recursive listing (huggingface_hub's list_repo_tree, used by snapshot_download)
+            repo = s.repos.get(m.group(2))
+            if repo is None:
+                return self._error(404, "Repository not found")
+            return self._send(200, [{"type": "file", "path": p, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
+                                    for p, b in sorted(repo["files"].items())])
+        m = re.fullmatch(r"/(?:datasets/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
+        if m:
+            return self._resolve(m.group(1), m.group(3), head=False)
         m = re.fullmatch(r"/api/jobs/([^/]+)/([^/]+)/logs", path)
         if m:
             if m.group(2) not in s.jobs:
@@ -154,6 +174,33 @@ class Handler(BaseHTTPRequestHandler):
                 jobs = [j for j in jobs if (j.get("labels") or {}).get(key) == value]
             return self._send(200, jobs)
         return self._error(404, f"no route GET {path}")
+
+    def _resolve(self, repo_id: str, file: str, head: bool) -> None:
+        repo = self.state.repos.get(repo_id)
+        if repo is None or file not in repo["files"]:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "EntryNotFound" if repo else "RepoNotFound")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = repo["files"][file]
+        self.send_response(200)
+        self.send_header("X-Repo-Commit", repo["commits"][-1])
+        self.send_header("ETag", '"' + hashlib.sha1(body).hexdigest() + '"')
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def do_HEAD(self):  # noqa: N802
+        req = self._record()
+        if req is None:
+            return
+        m = re.fullmatch(r"/(?:datasets/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)", req.path)
+        if m:
+            return self._resolve(m.group(1), m.group(3), head=True)
+        self._error(404, f"no route HEAD {req.path}")
 
     def do_POST(self):  # noqa: N802
         req = self._record()

@@ -1,0 +1,217 @@
+"""The /filter language, checked by a tokenizer and a parser before any SQL is built.
+
+The service documents ``where`` as SQL conditions on double-quoted columns and ``orderby`` as
+double-quoted columns with ASC/DESC. The twin accepts exactly this grammar and nothing else:
+
+    where     := or
+    or        := and ("OR" and)*
+    and       := not ("AND" not)*
+    not       := "NOT" not | "(" or ")" | operand (cmp operand | "IS" ["NOT"] "NULL")
+    operand   := "column" | 'string' | number | TRUE | FALSE
+    cmp       := = | != | <> | < | <= | > | >=
+    orderby   := "column" [ASC|DESC] ("," "column" [ASC|DESC])*
+
+The SQL handed to DuckDB is re-emitted from the parsed tokens: identifiers re-quoted after checking
+them against the real column names, strings re-escaped, numbers as matched. Function calls,
+subqueries, ``;`` and comments never reach DuckDB: they fail here with InvalidParameter.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .backend import INVALID_PARAMETER, WHERE_HELP, ViewerError
+from .features import quote
+
+_TOKEN = re.compile(r"""\s*(?:
+    (?P<ident>"(?:[^"]|"")*")
+  | (?P<string>'(?:[^']|'')*')
+  | (?P<number>-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)(?![A-Za-z_0-9.])
+  | (?P<op><>|!=|<=|>=|=|<|>)
+  | (?P<lparen>\()
+  | (?P<rparen>\))
+  | (?P<comma>,)
+  | (?P<word>[A-Za-z_][A-Za-z_0-9]*)
+)""", re.VERBOSE)
+KEYWORDS = {"AND", "OR", "NOT", "IS", "NULL", "TRUE", "FALSE", "ASC", "DESC"}
+SQL_WORDS = {"SELECT", "FROM", "UNION", "DROP", "INSERT", "UPDATE", "DELETE", "CREATE", "ATTACH", "COPY", "PRAGMA",
+             "WITH", "EXISTS", "IN", "LIKE", "ILIKE", "BETWEEN", "CASE", "CAST", "SET", "CALL", "INSTALL", "LOAD"}
+
+
+@dataclass
+class Token:
+    kind: str
+    text: str
+    pos: int
+
+
+def _reject(param: str, text: str, why: str, columns: list[str]) -> ViewerError:
+    shown = ", ".join(quote(c) for c in columns[:30])
+    return ViewerError(f"Parameter '{param}' is invalid: {why} (in {text!r}).",
+                       f"{WHERE_HELP}. Columns: {shown}.", INVALID_PARAMETER)
+
+
+def tokenize(text: str, param: str, columns: list[str]) -> list[Token]:
+    tokens, pos = [], 0
+    while pos < len(text):
+        if not text[pos:].strip():
+            break
+        match = _TOKEN.match(text, pos)
+        if not match:
+            at = len(text) - len(text[pos:].lstrip())
+            char = text[at]
+            why = {";": "';' is not allowed (one condition only)", "-": "'--' comments are not allowed",
+                   "/": "'/* */' comments are not allowed", "'": "a string is not closed with '",
+                   '"': "a column name is not closed with \""}.get(char, f"unexpected character {char!r}")
+            raise _reject(param, text, f"{why} at position {at}", columns)
+        kind = match.lastgroup or ""
+        value = match.group(kind)
+        tokens.append(Token(kind, value, match.start(kind)))
+        pos = match.end()
+    return tokens
+
+
+class _Parser:
+    def __init__(self, text: str, param: str, columns: list[str]):
+        self.text, self.param, self.columns = text, param, columns
+        self.tokens = tokenize(text, param, columns)
+        self.i = 0
+
+    def fail(self, why: str) -> ViewerError:
+        return _reject(self.param, self.text, why, self.columns)
+
+    def peek(self) -> Token | None:
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def word(self, *names: str) -> bool:
+        tok = self.peek()
+        if tok and tok.kind == "word" and tok.text.upper() in names:
+            self.i += 1
+            return True
+        return False
+
+    def column(self, tok: Token) -> str:
+        name = tok.text[1:-1].replace('""', '"')
+        if name not in self.columns:
+            close = [c for c in self.columns if c.lower() == name.lower()]
+            hint = f"; did you mean {quote(close[0])}?" if close else ""
+            raise self.fail(f"unknown column {quote(name)}{hint}")
+        return quote(name)
+
+    def bad_word(self, tok: Token) -> ViewerError:
+        upper = tok.text.upper()
+        nxt = self.tokens[self.i + 1] if self.i + 1 < len(self.tokens) else None
+        if nxt and nxt.kind == "lparen" and upper not in KEYWORDS:
+            return self.fail(f"function calls are not allowed ({tok.text}(...) at position {tok.pos})")
+        if upper in SQL_WORDS:
+            return self.fail(f"SQL keyword {upper} is not allowed (no subqueries, IN, LIKE, BETWEEN)")
+        if upper in KEYWORDS:
+            return self.fail(f"unexpected {upper} at position {tok.pos}")
+        return self.fail(f"column names must be double-quoted: write \"{tok.text}\" (position {tok.pos})")
+
+    def operand(self) -> str:
+        tok = self.peek()
+        if tok is None:
+            raise self.fail("the condition ends too early: a value is missing")
+        self.i += 1
+        if tok.kind == "ident":
+            return self.column(tok)
+        if tok.kind == "string":
+            return "'" + tok.text[1:-1].replace("''", "'").replace("'", "''") + "'"
+        if tok.kind == "number":
+            return tok.text
+        if tok.kind == "word" and tok.text.upper() in ("TRUE", "FALSE"):
+            return tok.text.upper()
+        if tok.kind == "word" and tok.text.upper() == "NULL":
+            raise self.fail("compare with NULL using IS NULL or IS NOT NULL")
+        if tok.kind == "word":
+            self.i -= 1
+            raise self.bad_word(tok)
+        if tok.kind == "lparen":
+            raise self.fail(f"a value cannot be a parenthesised expression or subquery (position {tok.pos})")
+        raise self.fail(f"expected a \"column\", a 'string' or a number at position {tok.pos}, got {tok.text!r}")
+
+    def condition(self) -> str:
+        tok = self.peek()
+        if tok and tok.kind == "lparen":
+            self.i += 1
+            inner = self.disjunction()
+            close = self.peek()
+            if not close or close.kind != "rparen":
+                raise self.fail("a '(' is not closed")
+            self.i += 1
+            return f"({inner})"
+        left = self.operand()
+        tok = self.peek()
+        if tok and tok.kind == "op":
+            self.i += 1
+            return f"{left} {tok.text} {self.operand()}"
+        if self.word("IS"):
+            negate = self.word("NOT")
+            if not self.word("NULL"):
+                raise self.fail("IS must be followed by NULL or NOT NULL")
+            return f"{left} IS {'NOT ' if negate else ''}NULL"
+        if tok is None:
+            raise self.fail("a comparison is missing after the last value (e.g. = 'x' or IS NULL)")
+        if tok.kind == "word":
+            raise self.bad_word(tok)
+        raise self.fail(f"expected a comparison (= != <> < <= > >=) or IS [NOT] NULL at position {tok.pos}")
+
+    def negation(self) -> str:
+        if self.word("NOT"):
+            return f"NOT {self.negation()}"
+        return self.condition()
+
+    def conjunction(self) -> str:
+        parts = [self.negation()]
+        while self.word("AND"):
+            parts.append(self.negation())
+        return " AND ".join(parts)
+
+    def disjunction(self) -> str:
+        parts = [self.conjunction()]
+        while self.word("OR"):
+            parts.append(self.conjunction())
+        return " OR ".join(parts)
+
+
+def parse_where(text: str, columns: list[str]) -> str:
+    """The checked SQL condition for ``where`` (InvalidParameter when it is outside the grammar)."""
+    parser = _Parser(text, "where", columns)
+    if not parser.tokens:
+        raise parser.fail("it is empty")
+    sql = parser.disjunction()
+    extra = parser.peek()
+    if extra is not None:
+        if extra.kind == "word":
+            raise parser.bad_word(extra)
+        raise parser.fail(f"unexpected {extra.text!r} at position {extra.pos}")
+    return sql
+
+
+def parse_orderby(text: str, columns: list[str]) -> str:
+    """The checked ORDER BY list for ``orderby``: "col" [ASC|DESC], ..."""
+    parser = _Parser(text, "orderby", columns)
+    items = []
+    while True:
+        tok = parser.peek()
+        if tok is None or tok.kind != "ident":
+            if tok is not None and tok.kind == "word":
+                raise parser.bad_word(tok)
+            raise parser.fail("expected a double-quoted column name" + (f" at position {tok.pos}" if tok else ""))
+        parser.i += 1
+        item = parser.column(tok)
+        if parser.word("DESC"):
+            item += " DESC"
+        elif parser.word("ASC"):
+            item += " ASC"
+        items.append(item)
+        tok = parser.peek()
+        if tok is None:
+            return ", ".join(items)
+        if tok.kind != "comma":
+            if tok.kind == "word":
+                raise parser.bad_word(tok)
+            raise parser.fail(f"expected ',' or the end at position {tok.pos}, got {tok.text!r}")
+        parser.i += 1

@@ -1,0 +1,93 @@
+"""The pipeline on HF Jobs (stand-in): data upload, script pinned to repo@revision and pushing to the
+output repo, timeout policy, and recording the finished run in the registry with its Hub commit."""
+
+import base64
+import json
+import re
+
+import pytest
+
+from conftest import short_conversation, write_jsonl
+from mcp_server.config import parse_config
+from mcp_server.errors import ConfigError, JobError
+from mcp_server.jobs import get_backend
+from mcp_server.pipeline import start_pipeline
+from mcp_server.pipeline_remote import MIN_TRAIN_TIMEOUT_S, finish_remote, suggest_timeout_s
+from mcp_server.registry import LocalRegistry
+
+
+def config(tmp_path, **extra):
+    data = write_jsonl(tmp_path / "rows.jsonl", [{"messages": short_conversation(i)} for i in range(6)])
+    body = {"model": {"name": "Qwen/Qwen3-0.6B"}, "data": {"path": str(data)},
+            "training": {"max_steps": 20}, "tracking": {"project": "remote"}, "output": {"name": "remote-sft"}}
+    body.update(extra)
+    return parse_config(body)
+
+
+def script_of(request) -> str:
+    encoded = re.search(r"echo (\S+) \| base64 -d", request.body["command"][2]).group(1)
+    return base64.b64decode(encoded).decode()
+
+
+def test_start_uploads_data_and_pins_the_script(hub, tmp_path):
+    started = start_pipeline(config(tmp_path), backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small")
+    data_repo = next(r for r, v in hub.state.repos.items() if v["type"] == "dataset")
+    assert data_repo.startswith("alice/tunepack-data-") and hub.state.repos[data_repo]["private"]
+    revision = hub.state.repos[data_repo]["commits"][-1]
+    (submit,) = hub.requests("POST", "/api/jobs/alice")
+    text = script_of(submit)
+    assert f"'hub_id': '{data_repo}'" in text and f"'revision': '{revision}'" in text and "'path': []" in text
+    assert "'push': {'repo_id': 'alice/remote-sft', 'private': True}" in text
+    assert 'hub_strategy="checkpoint"' in text
+    assert submit.body["secrets"] == {"HF_TOKEN": hub.state.token} and submit.body["timeoutSeconds"] == 3600
+    assert submit.body["labels"]["stage"] == "train" and submit.body["labels"]["output_repo"] == "alice/remote-sft"
+    assert started.job.backend == "hf" and started.job.stage == "SCHEDULING"
+
+
+def test_timeout_policy(hub, tmp_path):
+    cfg = config(tmp_path)
+    suggested = suggest_timeout_s(cfg, 6, 200, "a10g-small")
+    assert suggested >= MIN_TRAIN_TIMEOUT_S and suggested % 600 == 0
+    with pytest.raises(JobError, match=f"pass timeout_s={suggested}"):
+        start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small")
+    with pytest.raises(JobError, match="under 30 minutes"):
+        start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small", timeout_s=600)
+    start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small", timeout_s=600, force=True)
+    assert len(hub.requests("POST", "/api/jobs/alice")) == 1
+
+
+def test_tiny_models_stay_local(hub, tmp_path):
+    with pytest.raises(ConfigError, match="cannot run on HF Jobs"):
+        start_pipeline(config(tmp_path, model={"name": "tiny:qwen3"}), backend=get_backend("hf"), timeout_s=3600)
+
+
+def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
+    cfg = config(tmp_path)
+    started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small")
+    job_id = started.job.id
+    manifest = {"config": cfg.model_dump(mode="json"), "tunepack_version": "0.1.0",
+                "quantization": {"used_4bit": True, "reason": "auto: CUDA present"}, "chat_template": "model",
+                "dataset": {"format": "messages", "train_rows": 6, "eval_rows": 0, "fingerprint": "f", "files": []},
+                "mask_check": {"rows_checked": 6, "trained_token_share": 0.2, "longest_row_tokens": 90,
+                               "max_length": 1024, "rows_truncated": 0, "rows_dropped": 0},
+                "training": {"steps": 20, "train_runtime_s": 60.0, "first_loss": 2.0, "last_loss": 1.0},
+                "device": {"type": "cuda", "name": "T4"}, "trackio": {"project": "remote", "run": started.run_name},
+                "libraries": {"trl": "1.16.0"}}
+    hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
+    hub.state.logs[job_id] = [
+        'TUNEPACK_METRIC {"step": 10, "max_steps": 20, "loss": 2.0, "mean_token_accuracy": 0.3}',
+        'TUNEPACK_METRIC {"step": 20, "max_steps": 20, "loss": 1.0, "mean_token_accuracy": 0.6}',
+        "TUNEPACK_DONE " + json.dumps({"steps": 20, "first_loss": 2.0, "last_loss": 1.0, "used_4bit": True,
+                                       "hub_repo": "alice/remote-sft", "hub_commit": "abc123", "manifest": manifest}),
+    ]
+    backend = get_backend("hf")
+    assert finish_remote(backend, job_id) is None  # not finished yet
+    hub.set_stage(job_id, "COMPLETED")
+    result = finish_remote(backend, job_id)
+    assert result["hub_repo"] == "alice/remote-sft" and result["hub_commit"] == "abc123"
+    entry = LocalRegistry().get("remote-sft", result["registry_version"])
+    assert entry.hub_repo == "alice/remote-sft" and entry.hub_commit == "abc123" and entry.job_id == job_id
+    card = hub.state.repos["alice/remote-sft"]["files"]["README.md"].decode()
+    assert "base_model: Qwen/Qwen3-0.6B" in card and "| loss | 2 | 1 | 1 | 2 |" in card
+    again = finish_remote(backend, job_id)
+    assert again == result and len(LocalRegistry().list("remote-sft")) == 1
