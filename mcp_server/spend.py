@@ -39,17 +39,20 @@ def guarded_submit(tool: str, arguments: dict, cost: CostEstimate, project: str,
     except BaseException:
         budget.release(key)
         raise
-    budget.rekey(key, job.id)
+    budget.rekey(key, f"{job.backend}/{job.id}")
     return GuardedSubmit(decision=decision, cost=cost, job=job)
 
 
 def reconcile(backend: JobBackend, budget: Budget | None = None) -> None:
     """Settle the charges of jobs on this backend that have ended."""
     budget = budget or Budget()
-    for job_id in budget.open_job_ids():
+    prefix = f"{backend.name}/"
+    for key in budget.open_job_ids():
+        if not key.startswith(prefix):
+            continue
         try:
-            info = backend.status(job_id)
+            info = backend.status(key[len(prefix):])
         except Exception:  # a job the backend no longer knows keeps its worst-case charge
             continue
         if info.done:
-            budget.reconcile(job_id, info.runtime_s)
+            budget.reconcile(key, info.runtime_s)

@@ -30,13 +30,35 @@ def test_bad_config_stops_at_the_first_check(tmp_path):
     assert "unknown key 'training.lr'" in report.checks[0].detail and report.checks[0].fix
 
 
-def test_hub_model_and_remote_checks_are_pending(tmp_path, short_data):
+def test_remote_checks_pass_with_a_write_token(hub, tmp_path, short_data):
     report = preflight(cfg_file(tmp_path, short_data, model={"name": "Qwen/Qwen3-0.6B"}), backend="hf",
                        flavor="a10g-small", timeout_s=3600, smoke=False)
     s = statuses(report)
-    assert report.ok and s["model"] == "pending" and s["hf_token"] == s["hub_write"] == "pending"
+    assert report.ok and s["model"] == "pending" and s["hf_token"] == s["hub_write"] == s["jobs_namespace"] == "pass"
     assert report.cost.worst_case_usd == 1.0 and report.cost.needs_approval
     assert "needs human approval" in next(c.detail for c in report.checks if c.name == "cost")
+
+
+def test_remote_checks_fail_with_a_read_token_or_a_narrow_fine_grained_one(hub, tmp_path, short_data):
+    path = cfg_file(tmp_path, short_data, model={"name": "Qwen/Qwen3-0.6B"}, output={"hub_repo_id": "team/x"})
+    hub.state.role = "read"
+    report = preflight(path, backend="hf", flavor="t4-small", timeout_s=3600, smoke=False)
+    s = statuses(report)
+    assert not report.ok and s["hub_write"] == s["jobs_namespace"] == "fail"
+    assert "cannot write repos in 'team'" in next(c.detail for c in report.checks if c.name == "hub_write")
+    hub.state.role = "fineGrained"
+    hub.state.fine_grained = {"scoped": [{"entity": {"type": "org", "name": "team"}, "permissions": ["repo.write"]},
+                                         {"entity": {"type": "user", "name": "alice"}, "permissions": ["job.write"]}]}
+    s = statuses(preflight(path, backend="hf", flavor="t4-small", timeout_s=3600, smoke=False))
+    assert s["hub_write"] == s["jobs_namespace"] == "pass"
+
+
+def test_remote_checks_fail_on_a_rejected_token(hub, tmp_path, short_data):
+    hub.state.fail[("GET", "/api/whoami-v2")] = 401
+    report = preflight(cfg_file(tmp_path, short_data, model={"name": "Qwen/Qwen3-0.6B"}), backend="hf",
+                       flavor="t4-small", timeout_s=3600, smoke=False)
+    check = next(c for c in report.checks if c.name == "hf_token")
+    assert not report.ok and check.status == "fail" and "token was rejected" in check.detail and check.fix
 
 
 def test_unknown_flavor_fails_the_cost_check(tmp_path, short_data):

@@ -23,7 +23,10 @@ EXPECTED_TOOLS = {
     "budget_status", "tracking_start", "tracking_log", "tracking_finish", "tracking_projects", "tracking_runs",
     "tracking_summary", "tracking_compare", "tracking_plot", "registry_push", "registry_list",
     "skills_list", "skills_read", "skills_add_pitfall", "data_inspect", "data_mask_preview",
+    "viewer_splits", "viewer_rows", "viewer_search", "viewer_filter", "viewer_statistics", "viewer_size",
+    "viewer_traces",
 }
+EXPECTED_TOOLS |= {"registry_publish"}
 PNG_MAGIC = b"\x89PNG"
 
 
@@ -273,7 +276,7 @@ PAID = {"script_path": str(REPO / "bench" / "spine.py"), "backend": "hf", "flavo
         "timeout_s": 1800, "project": "approvals"}
 
 
-def test_elicitation_accept_and_decline():
+def test_elicitation_accept_and_decline(hub):
     asked = []
 
     def answer(action):
@@ -285,11 +288,17 @@ def test_elicitation_accept_and_decline():
     accepted = session(lambda c: c.call_tool("jobs_submit", PAID), elicit=answer("accept"))
     declined = session(lambda c: c.call_tool("jobs_submit", PAID), elicit=answer("decline"))
     assert len(asked) == 2 and "$0.50" in asked[0] and "a10g-small" in asked[0]
-    # accepted: approval passed, and the next gate (the HF backend of this version) answered
-    assert accepted.is_error and "HF Jobs backend is not available" in text(accepted)
+    submitted = ok(accepted)
+    assert submitted["status"] == "submitted" and submitted["decision"]["via"] == "elicitation"
+    assert len(hub.requests("POST", "/api/jobs/alice")) == 1  # only the approved call reached HF Jobs
     assert declined.is_error and "The human declined" in text(declined)
     budget = json.loads(run_cli("budget", "show", "approvals").stdout)
-    assert budget["charged_usd"] == 0 and budget["open_charges"] == 0  # the failed submit released its charge
+    assert budget["charged_usd"] == 0.5 and budget["open_charges"] == 1  # worst case while it runs
+    hub.set_stage(submitted["job"]["id"], "COMPLETED")
+    view = ok(session(lambda c: c.call_tool("jobs_status", {"job_id": submitted["job"]["id"], "backend": "hf"})))
+    assert view["job"]["stage"] == "COMPLETED"
+    budget = json.loads(run_cli("budget", "show", "approvals").stdout)
+    assert budget["open_charges"] == 0 and budget["charged_usd"] < 0.01  # reconciled to the real runtime
 
 
 def test_free_jobs_never_ask():
@@ -303,7 +312,7 @@ def test_free_jobs_never_ask():
     assert ok(result)["needs_approval"] is False and asked == []
 
 
-def test_two_step_token_without_elicitation():
+def test_two_step_token_without_elicitation(hub):
     async def flow(client):
         first = ok(await client.call_tool("jobs_submit", PAID))
         assert first["status"] == "approval_required" and first["job"] is None
@@ -319,7 +328,8 @@ def test_two_step_token_without_elicitation():
     wrong, changed, good, reused, second = session(flow)
     assert wrong.is_error and "not one this server issued" in text(wrong)
     assert changed.is_error and "different arguments" in text(changed)
-    assert good.is_error and "HF Jobs backend is not available" in text(good)  # approved, then the backend
+    assert ok(good)["status"] == "submitted" and ok(good)["decision"]["via"] == "token"
+    assert len(hub.requests("POST", "/api/jobs/alice")) == 1
     assert reused.is_error and "already used" in text(reused)
 
     db = sqlite3.connect(Path(os.environ["TUNEPACK_HOME"]) / "approval" / "tokens.db")
@@ -329,7 +339,7 @@ def test_two_step_token_without_elicitation():
     assert expired.is_error and "expired" in text(expired)
 
 
-def test_budget_refusal_survives_a_restart():
+def test_budget_refusal_survives_a_restart(hub):
     assert run_cli("budget", "set", "tight", "0.25").returncode == 0
     args = {**PAID, "project": "tight"}
 
@@ -342,6 +352,7 @@ def test_budget_refusal_survives_a_restart():
         assert refused.is_error and "Budget refused" in text(refused) and "$0.25" in text(refused)
     status = session(lambda c: c.call_tool("budget_status", {"project": "tight"}))
     assert ok(status)["limit_usd"] == 0.25 and ok(status)["charged_usd"] == 0
+    assert hub.requests("POST", "/api/jobs/alice") == []  # nothing was submitted
 
 
 def _server_pids(marker: str) -> list[int]:

@@ -23,6 +23,7 @@ import base64
 import hashlib
 import json
 import re
+import secrets
 import threading
 import time
 from dataclasses import dataclass, field
@@ -64,6 +65,7 @@ class State:
     requests: list = field(default_factory=list)
     fail: dict = field(default_factory=dict)  # (method, path regex) -> status code
     counter: int = 0
+    prefix: str = field(default_factory=lambda: secrets.token_hex(3))
 
 
 def _now_iso(offset: float = 0.0) -> str:
@@ -252,7 +254,7 @@ class Handler(BaseHTTPRequestHandler):
             if namespace not in (s.user, *[o["name"] for o in s.orgs]):
                 return self._error(403, f"You don't have job.write permission on {namespace}")
             s.counter += 1
-            job_id = f"68{s.counter:022x}"
+            job_id = f"68{s.prefix}{s.counter:016x}"
             spec = req.body
             job = {"id": job_id, "createdAt": _now_iso(), "dockerImage": spec.get("dockerImage"),
                    "command": spec["command"], "arguments": spec.get("arguments", []),
