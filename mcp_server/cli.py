@@ -6,7 +6,8 @@ Usage:
     tunepack run examples/demo.yaml
     tunepack tiny-model --data examples/data/agent_traces.jsonl -o /tmp/tiny
     tunepack jobs list | status ID | logs ID --tail 50 | cancel ID
-    tunepack registry list [NAME]
+    tunepack registry list [NAME] | publish NAME --repo NS/NAME [--public]
+    tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
     tunepack tracking runs PROJECT | summary PROJECT RUN
     tunepack serve [--http]
     tunepack budget show|set PROJECT [USD]
@@ -75,9 +76,34 @@ def cmd_render(args) -> None:
     print(f"wrote {out} — run it with: python {out}  (or: uv run {out})")
 
 
+def cmd_run_remote(args) -> None:
+    """A run on HF Jobs: submit, follow the metric lines, then record the adapter's Hub repo + commit."""
+    from .jobs import get_backend
+    from .pipeline import start_pipeline
+    from .pipeline_remote import finish_remote
+
+    backend = get_backend(args.backend)
+    started = start_pipeline(args.config, backend=backend, timeout_s=args.timeout, flavor=args.flavor, force=args.force)
+    print(f"tunepack: submitted {started.job.id} on {args.backend} ({started.job.url})", file=sys.stderr)
+    info = backend.wait(started.job.id, on_line=None if args.json else _progress(args.verbose))
+    if info.stage != "COMPLETED":
+        from .jobs import failure_error
+
+        raise failure_error(info, backend.logs(info.id))
+    result = finish_remote(backend, info.id)
+    if args.json:
+        _print_json(result)
+    else:
+        print(f"done: {result['steps']} steps, loss {result['first_loss']:.4f} → {result['last_loss']:.4f}")
+        print(f"adapter:  {result['hub_repo']} @ {result['hub_commit']} (registry {result['registry_name']} "
+              f"v{result['registry_version']})")
+
+
 def cmd_run(args) -> None:
     from .pipeline import run_pipeline
 
+    if args.backend != "local":
+        return cmd_run_remote(args)
     print(f"tunepack: running {args.config}", file=sys.stderr)
     result = run_pipeline(args.config, on_line=None if args.json else _progress(args.verbose), timeout_s=args.timeout)
     if args.json:
@@ -127,6 +153,14 @@ def cmd_jobs(args) -> None:
 def cmd_registry(args) -> None:
     from .registry import LocalRegistry
 
+    if args.action == "publish":
+        from .registry.hub import publish
+
+        if not args.name or not args.repo:
+            raise TunepackError("`tunepack registry publish` needs a name and --repo.",
+                                "e.g. tunepack registry publish my-adapter --repo alice/my-adapter [--public]")
+        _print_json(publish(LocalRegistry().get(args.name, args.version), args.repo, private=not args.public).model_dump())
+        return
     versions = LocalRegistry().list(args.name)
     if args.json:
         _print_json([v.model_dump() for v in versions])
@@ -197,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="validate, render, train as a local job, track, register the adapter")
     p.add_argument("config")
     p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds")
+    p.add_argument("--backend", default="local", choices=["local", "hf"])
+    p.add_argument("--flavor", default=None, help="HF Jobs hardware flavor (hf backend)")
+    p.add_argument("--force", action="store_true", help="allow an hf training timeout under 30 minutes")
     p.add_argument("-v", "--verbose", action="store_true", help="show every line of the job log")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_run)
@@ -219,8 +256,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_jobs)
 
     p = sub.add_parser("registry", help="list adapter versions")
-    p.add_argument("action", choices=["list"])
+    p.add_argument("action", choices=["list", "publish"])
     p.add_argument("name", nargs="?")
+    p.add_argument("--repo", help="Hub repo id for publish (namespace/name)")
+    p.add_argument("--version", type=int, default=None, help="version to publish (default the newest)")
+    p.add_argument("--public", action="store_true", help="publish as a public repo (default private)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_registry)
 

@@ -61,25 +61,30 @@ def test_tiny_models_stay_local(hub, tmp_path):
         start_pipeline(config(tmp_path, model={"name": "tiny:qwen3"}), backend=get_backend("hf"), timeout_s=3600)
 
 
-def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
-    cfg = config(tmp_path)
-    started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small")
-    job_id = started.job.id
+def finished_logs(cfg, run_name: str) -> list[str]:
+    """The lines a successful remote training job prints (metric lines, then DONE with the manifest)."""
     manifest = {"config": cfg.model_dump(mode="json"), "tunepack_version": "0.1.0",
                 "quantization": {"used_4bit": True, "reason": "auto: CUDA present"}, "chat_template": "model",
                 "dataset": {"format": "messages", "train_rows": 6, "eval_rows": 0, "fingerprint": "f", "files": []},
                 "mask_check": {"rows_checked": 6, "trained_token_share": 0.2, "longest_row_tokens": 90,
                                "max_length": 1024, "rows_truncated": 0, "rows_dropped": 0},
                 "training": {"steps": 20, "train_runtime_s": 60.0, "first_loss": 2.0, "last_loss": 1.0},
-                "device": {"type": "cuda", "name": "T4"}, "trackio": {"project": "remote", "run": started.run_name},
+                "device": {"type": "cuda", "name": "T4"}, "trackio": {"project": "remote", "run": run_name},
                 "libraries": {"trl": "1.16.0"}}
-    hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
-    hub.state.logs[job_id] = [
+    return [
         'TUNEPACK_METRIC {"step": 10, "max_steps": 20, "loss": 2.0, "mean_token_accuracy": 0.3}',
         'TUNEPACK_METRIC {"step": 20, "max_steps": 20, "loss": 1.0, "mean_token_accuracy": 0.6}',
         "TUNEPACK_DONE " + json.dumps({"steps": 20, "first_loss": 2.0, "last_loss": 1.0, "used_4bit": True,
                                        "hub_repo": "alice/remote-sft", "hub_commit": "abc123", "manifest": manifest}),
     ]
+
+
+def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
+    cfg = config(tmp_path)
+    started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small")
+    job_id = started.job.id
+    hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
+    hub.state.logs[job_id] = finished_logs(cfg, started.run_name)
     backend = get_backend("hf")
     assert finish_remote(backend, job_id) is None  # not finished yet
     hub.set_stage(job_id, "COMPLETED")
@@ -91,3 +96,28 @@ def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
     assert "base_model: Qwen/Qwen3-0.6B" in card and "| loss | 2 | 1 | 1 | 2 |" in card
     again = finish_remote(backend, job_id)
     assert again == result and len(LocalRegistry().list("remote-sft")) == 1
+
+
+def test_cli_run_on_hf_follows_the_job_and_records_it(hub, tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    cfg = config(tmp_path)
+    path = tmp_path / "remote.yaml"
+    path.write_text(json.dumps(cfg.model_dump(mode="json")))
+    hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "run", str(path), "--backend", "hf",
+                             "--flavor", "t4-small", "--timeout", "3600", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    deadline = time.time() + 60
+    while not hub.requests("POST", "/api/jobs/alice") and time.time() < deadline:
+        time.sleep(0.2)
+    job_id = next(iter(hub.state.jobs))
+    hub.state.logs[job_id] = finished_logs(cfg, hub.state.jobs[job_id]["labels"]["run"])
+    hub.set_stage(job_id, "COMPLETED")
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    result = json.loads(out)
+    assert result["hub_repo"] == "alice/remote-sft" and result["hub_commit"] == "abc123" and result["steps"] == 20
