@@ -267,7 +267,7 @@ def register(server) -> None:
                 await ctx.report_progress(p.step, p.max_steps, message=message)
             if view.job.done or anyio.current_time() >= deadline:
                 break
-            await anyio.sleep(0.5)
+            await anyio.sleep(0.5 if b.name == "local" else 5.0)  # remote logs are fetched over HTTP
         view = _settle(b, view)
         if not view.job.done:
             view.next_step = "still running: call jobs_wait again"
