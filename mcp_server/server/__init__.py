@@ -18,11 +18,12 @@ after the human agrees. When a step fails for a reason no skill warned about, ca
 
 
 def build_server() -> MCPServer:
-    from . import other_tools, pipeline_tools
+    from . import other_tools, pipeline_tools, viewer_tools
 
     server = MCPServer("tunepack", instructions=INSTRUCTIONS, version=__version__)
     pipeline_tools.register(server)
     other_tools.register(server)
+    viewer_tools.register(server)
     return server
 
 

@@ -1,7 +1,32 @@
-"""Viewer room: look at a dataset before training (local files through DuckDB; the Hub's Datasets
-Viewer follows the same response models)."""
+"""Viewer room: look at a dataset before training.
 
+- ``inspect_dataset``: one report on a local dataset (columns, conversation structure, problems);
+- ``ViewerBackend``: the Datasets Viewer endpoints (is-valid, splits, first-rows, rows, search, filter,
+  statistics, size) served by the Hub's service (``HfViewer``) or by the local DuckDB twin
+  (``TwinViewer``) with the same JSON; ``trace_view`` reads conversations through either.
+"""
+
+from .backend import ViewerBackend, ViewerError
 from .local import inspect_dataset
 from .models import Column, ConversationStats, DatasetReport
+from .traces import TraceView, trace_view
 
-__all__ = ["Column", "ConversationStats", "DatasetReport", "inspect_dataset"]
+SOURCES = ("local", "hf")
+
+
+def open_backend(source: str) -> ViewerBackend:
+    """A new backend: 'local' (the twin over files) or 'hf' (the Hub's Datasets Viewer)."""
+    if source == "local":
+        from .twin import TwinViewer
+
+        return TwinViewer()
+    if source == "hf":
+        from .hf import HfViewer
+
+        return HfViewer()
+    raise ViewerError(f"Unknown viewer source '{source}'.", "use source='local' (a path) or source='hf' (a Hub id).",
+                      "InvalidParameter")
+
+
+__all__ = ["SOURCES", "Column", "ConversationStats", "DatasetReport", "TraceView", "ViewerBackend", "ViewerError",
+           "inspect_dataset", "open_backend", "trace_view"]

@@ -88,6 +88,27 @@ def to_json_value(value: Any, feat: Any) -> Any:
     return _scalar(value)
 
 
+def converter(feat: Any):
+    """A function turning a DuckDB value into the service's JSON for this feature, or None when the value
+    is already that (strings, ints, bools and structs/lists of them): rows then skip per-cell work."""
+    if not isinstance(feat, dict):
+        return None
+    kind = feat.get("_type")
+    if kind == "Value":
+        if feat["dtype"] in ("string", "bool", "null") or feat["dtype"].startswith(("int", "uint")):
+            return None
+        return _scalar
+    if kind == "List":
+        inner = converter(feat["feature"])
+        return None if inner is None else (lambda v: None if v is None else [inner(x) for x in v])
+    if kind is None:  # a struct
+        fields = {k: c for k, f in feat.items() if (c := converter(f)) is not None}
+        if not fields:
+            return None
+        return lambda v: None if v is None else {k: (fields[k](x) if k in fields else x) for k, x in v.items()}
+    return lambda v: to_json_value(v, feat)
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
@@ -101,6 +122,15 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _lambda(var: str, body: str) -> str:
+    """DuckDB ≥ 1.3 spells lambdas ``lambda x: …`` (2.0 rejects ``x -> …``); older versions only know
+    the arrow."""
+    import duckdb
+
+    major, minor = (int(p) for p in duckdb.__version__.split(".")[:2])
+    return f"lambda {var}: {body}" if (major, minor) >= (1, 3) else f"{var} -> {body}"
+
+
 def text_sql(expr: str, duck_type, depth: int = 0) -> str | None:
     """A SQL expression concatenating every string inside ``expr`` (nested lists and structs included),
     or None when the type holds no text. Feeds the full-text index."""
@@ -111,7 +141,7 @@ def text_sql(expr: str, duck_type, depth: int = 0) -> str | None:
         var = f"x{depth}"
         inner = text_sql(var, dict(duck_type.children)["child"], depth + 1)
         return None if inner is None else \
-            f"coalesce(array_to_string(list_transform({expr}, lambda {var}: {inner}), ' '), '')"
+            f"coalesce(array_to_string(list_transform({expr}, {_lambda(var, inner)}), ' '), '')"
     if kind == "struct":
         parts = [text_sql(f"{expr}.{quote(name)}", child, depth) for name, child in duck_type.children]
         parts = [p for p in parts if p is not None]

@@ -122,14 +122,14 @@ class HfViewer(ViewerBackend):
             message = str(response.json().get("error", ""))
         except (ValueError, AttributeError):
             message = response.text
-        message = " ".join(message.replace(self._token, "***").split())[:300] if self._token else \
-            " ".join(message.split())[:300]
+        if self._token:
+            message = message.replace(self._token, "***")
+        message = " ".join(message.split())[:300]
         dataset = query.get("dataset", "?")
         where = f"{path} for '{dataset}'" + (f" (config '{query['config']}', split '{query['split']}')"
                                               if "split" in query else "")
         said = f" The service said: {message}" if message else ""
-        if status in (401, 403) or code in ("ExternalUnauthenticatedError", "ExternalAuthenticatedError") \
-                and status != 404:
+        if status in (401, 403):
             return ViewerError(f"The Datasets Viewer refused {where} (HTTP {status} {code}).{said}",
                                "the dataset is private or gated: use a token with read access (`hf auth login` or "
                                "HF_TOKEN), accept the dataset's conditions on the Hub, then retry.",

@@ -80,8 +80,13 @@ def _by_keyword(root: Path, files: list[Path]) -> list[SplitFiles]:
     if set(groups) == {""}:
         return [SplitFiles("train", groups[""])]
     groups.pop("", None)  # like `datasets`: once split names appear, files without one are not data
-    order = ["train", "validation", "test"]
-    return [SplitFiles(name, groups[name]) for name in order if name in groups]
+    return _ordered(groups)
+
+
+def _ordered(groups: dict[str, list[Path]]) -> list[SplitFiles]:
+    """train, validation, test first (the Hub's order), then other split names alphabetically."""
+    rank = {"train": 0, "validation": 1, "test": 2}
+    return [SplitFiles(name, groups[name]) for name in sorted(groups, key=lambda n: (rank.get(n, 3), n))]
 
 
 def _saved_dataset(folder: Path, name: str) -> SplitFiles:
@@ -101,7 +106,7 @@ def _from_cache(leaf: Path) -> list[SplitFiles]:
         match = _CACHE_FILE.match(f.name)
         if match and not f.name.startswith("cache-"):
             groups.setdefault(match.group("split"), []).append(f)
-    return [SplitFiles(name, files) for name, files in groups.items()]
+    return _ordered(groups)
 
 
 def find_layout(path: str) -> Layout:

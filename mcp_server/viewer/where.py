@@ -60,10 +60,11 @@ def tokenize(text: str, param: str, columns: list[str]) -> list[Token]:
         match = _TOKEN.match(text, pos)
         if not match:
             at = len(text) - len(text[pos:].lstrip())
-            char = text[at]
-            why = {";": "';' is not allowed (one condition only)", "-": "'--' comments are not allowed",
-                   "/": "'/* */' comments are not allowed", "'": "a string is not closed with '",
+            char, pair = text[at], text[at:at + 2]
+            why = {";": "';' is not allowed (one condition only)", "'": "a string is not closed with '",
                    '"': "a column name is not closed with \""}.get(char, f"unexpected character {char!r}")
+            if pair in ("--", "/*", "*/"):
+                why = f"comments ({pair}) are not allowed"
             raise _reject(param, text, f"{why} at position {at}", columns)
         kind = match.lastgroup or ""
         value = match.group(kind)
@@ -73,8 +74,9 @@ def tokenize(text: str, param: str, columns: list[str]) -> list[Token]:
 
 
 class _Parser:
-    def __init__(self, text: str, param: str, columns: list[str]):
+    def __init__(self, text: str, param: str, columns: list[str], used: set[str] | None = None):
         self.text, self.param, self.columns = text, param, columns
+        self.used = used if used is not None else set()
         self.tokens = tokenize(text, param, columns)
         self.i = 0
 
@@ -97,15 +99,16 @@ class _Parser:
             close = [c for c in self.columns if c.lower() == name.lower()]
             hint = f"; did you mean {quote(close[0])}?" if close else ""
             raise self.fail(f"unknown column {quote(name)}{hint}")
+        self.used.add(name)
         return quote(name)
 
     def bad_word(self, tok: Token) -> ViewerError:
         upper = tok.text.upper()
         nxt = self.tokens[self.i + 1] if self.i + 1 < len(self.tokens) else None
-        if nxt and nxt.kind == "lparen" and upper not in KEYWORDS:
-            return self.fail(f"function calls are not allowed ({tok.text}(...) at position {tok.pos})")
         if upper in SQL_WORDS:
             return self.fail(f"SQL keyword {upper} is not allowed (no subqueries, IN, LIKE, BETWEEN)")
+        if nxt and nxt.kind == "lparen" and upper not in KEYWORDS:
+            return self.fail(f"function calls are not allowed ({tok.text}(...) at position {tok.pos})")
         if upper in KEYWORDS:
             return self.fail(f"unexpected {upper} at position {tok.pos}")
         return self.fail(f"column names must be double-quoted: write \"{tok.text}\" (position {tok.pos})")
@@ -176,9 +179,10 @@ class _Parser:
         return " OR ".join(parts)
 
 
-def parse_where(text: str, columns: list[str]) -> str:
-    """The checked SQL condition for ``where`` (InvalidParameter when it is outside the grammar)."""
-    parser = _Parser(text, "where", columns)
+def parse_where(text: str, columns: list[str], used: set[str] | None = None) -> str:
+    """The checked SQL condition for ``where`` (InvalidParameter when it is outside the grammar); the
+    columns it names are added to ``used``."""
+    parser = _Parser(text, "where", columns, used)
     if not parser.tokens:
         raise parser.fail("it is empty")
     sql = parser.disjunction()
@@ -190,9 +194,9 @@ def parse_where(text: str, columns: list[str]) -> str:
     return sql
 
 
-def parse_orderby(text: str, columns: list[str]) -> str:
+def parse_orderby(text: str, columns: list[str], used: set[str] | None = None) -> str:
     """The checked ORDER BY list for ``orderby``: "col" [ASC|DESC], ..."""
-    parser = _Parser(text, "orderby", columns)
+    parser = _Parser(text, "orderby", columns, used)
     items = []
     while True:
         tok = parser.peek()
