@@ -4,8 +4,11 @@ cut and listed in truncated_cells, and a note says how to see the rest."""
 
 from __future__ import annotations
 
+import os
 import threading
-from typing import Annotated, Literal
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
@@ -13,6 +16,7 @@ from ..viewer import ViewerBackend, open_backend
 from ..viewer.fit import fit_page, fit_statistics, fit_traces
 from ..viewer.responses import RowsResponse, SizeResponse, SplitsResponse, StatisticsResponse
 from ..viewer.traces import TraceView, trace_view
+from ..errors import DataError
 from .common import guarded
 
 Source = Annotated[Literal["local", "hf"], Field(
@@ -60,6 +64,39 @@ def _backend(source: str) -> ViewerBackend:
         return _backends[key]
 
 
+_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tunepack-viewer")
+_inflight: dict[str, Future] = {}
+_inflight_lock = threading.Lock()
+
+
+def _bounded(dataset: str, fn: Callable[[], Any]) -> Any:
+    """Run a viewer call within the tool time budget (``TUNEPACK_TOOL_BUDGET_S``, default 15 s).
+
+    The first local call on a large dataset writes its Parquet copy and search index, which can take
+    longer: the work then goes on in the background and the agent is told to call again. Calls on a
+    dataset whose preparation is still running wait for it instead of starting a second one."""
+    budget = float(os.environ.get("TUNEPACK_TOOL_BUDGET_S", "15"))
+    retry = DataError(f"tunepack is still preparing '{dataset}' (first use of a large dataset: a local Parquet copy "
+                      "and a search index are built once, in the background).",
+                      "call the same tool again in a minute; later calls take milliseconds.")
+    with _inflight_lock:
+        prior = _inflight.get(dataset)
+    if prior is not None and not prior.done():
+        try:
+            prior.result(timeout=budget)
+        except FutureTimeout:
+            raise retry from None
+        except Exception:
+            pass  # the call that started it reported its own error
+    future = _pool.submit(fn)
+    with _inflight_lock:
+        _inflight[dataset] = future
+    try:
+        return future.result(timeout=budget)
+    except FutureTimeout:
+        raise retry from None
+
+
 def _page(page: RowsResponse, offset: int) -> ViewerPage:
     fitted, note = fit_page(page, offset)
     return ViewerPage(**fitted.model_dump(), note=note)
@@ -71,7 +108,7 @@ def register(server) -> None:
     def viewer_splits(source: Source, dataset: Dataset) -> SplitsResponse:
         """The configs and splits of a dataset (Datasets Viewer /splits). Local data has config 'default' and
         splits from its file names (train*.jsonl, test*.parquet; a single file is 'train')."""
-        return _backend(source).splits(dataset)
+        return _bounded(dataset, lambda: _backend(source).splits(dataset))
 
     @server.tool()
     @guarded
@@ -79,7 +116,7 @@ def register(server) -> None:
                     offset: Offset = 0, length: Length = 10) -> ViewerPage:
         """A page of rows with the column types (Datasets Viewer /rows). The first local call on a big dataset
         writes its Parquet export once (later calls take milliseconds)."""
-        return _page(_backend(source).rows(dataset, config, split, offset, length), offset)
+        return _page(_bounded(dataset, lambda: _backend(source).rows(dataset, config, split, offset, length)), offset)
 
     @server.tool()
     @guarded
@@ -92,7 +129,8 @@ def register(server) -> None:
         word. Locally the index (tantivy) covers string columns and text nested in list/struct columns such as
         message contents; it is built once per dataset version. Matches come back in dataset order with their
         original row_idx; num_rows_total counts them all."""
-        return _page(_backend(source).search(dataset, config, split, query, offset, length), offset)
+        return _page(_bounded(dataset, lambda: _backend(source).search(dataset, config, split, query, offset, length)),
+                     offset)
 
     @server.tool()
     @guarded
@@ -108,8 +146,8 @@ def register(server) -> None:
         """Rows matching a SQL-like condition, optionally sorted (Datasets Viewer /filter), with their original
         row_idx and the total number of matches. Anything outside the documented grammar (functions, subqueries,
         ';', comments, unquoted names) is rejected with the allowed forms."""
-        return _page(_backend(source).filter(dataset, config, split, where or None, orderby or None, offset, length),
-                     offset)
+        return _page(_bounded(dataset, lambda: _backend(source).filter(
+            dataset, config, split, where or None, orderby or None, offset, length)), offset)
 
     @server.tool()
     @guarded
@@ -119,7 +157,7 @@ def register(server) -> None:
         """Per-column statistics (Datasets Viewer /statistics): numbers → nan count, min/max/mean/median/std and a
         10-bin histogram; strings → class frequencies when few distinct values, else length statistics; bools →
         frequencies; lists → length statistics."""
-        stats = _backend(source).statistics(dataset, config, split)
+        stats = _bounded(dataset, lambda: _backend(source).statistics(dataset, config, split))
         if columns:
             stats = stats.model_copy(update={"statistics": [s for s in stats.statistics if s.column_name in columns]})
         fitted, note = fit_statistics(stats)
@@ -129,7 +167,7 @@ def register(server) -> None:
     @guarded
     def viewer_size(source: Source, dataset: Dataset) -> SizeResponse:
         """Rows and bytes of the dataset, per config and split (Datasets Viewer /size)."""
-        return _backend(source).size(dataset)
+        return _bounded(dataset, lambda: _backend(source).size(dataset))
 
     @server.tool()
     @guarded
@@ -141,4 +179,4 @@ def register(server) -> None:
         system>user>(assistant>tool)×3>assistant), and per tool name the calls, argument keys, arguments given as
         a JSON string vs a dict, and calls without a tool result; plus rows without an assistant turn."""
         limit = max_rows or (20000 if source == "local" else 1000)
-        return fit_traces(trace_view(_backend(source), dataset, config, split, column, limit))
+        return fit_traces(_bounded(dataset, lambda: trace_view(_backend(source), dataset, config, split, column, limit)))
