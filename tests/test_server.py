@@ -424,3 +424,32 @@ def test_backend_and_flavor_come_from_the_config_when_the_call_omits_them(tmp_pa
     local = ok(session(lambda c: c.call_tool("pipeline_preflight", {"config_path": str(path), "backend": "local",
                                                                    "smoke": False})))
     assert local["cost"]["backend"] == "local"
+
+
+def test_streamable_http_on_loopback():
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "serve", "--http", "--port", str(port)],
+                            cwd=REPO, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+
+        async def flow():
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                tools = (await client.list_tools()).tools
+                cost = await client.call_tool("jobs_cost", {"backend": "local"})
+                return tools, cost
+
+        tools, cost = anyio.run(flow)
+        assert {t.name for t in tools} == EXPECTED_TOOLS and ok(cost)["worst_case_usd"] == 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
