@@ -159,3 +159,15 @@ def test_mcp_tools_with_source_hf(viewer, monkeypatch):
                                                            "system>user>assistant>user": 4}
     assert missing.is_error and "viewer_splits" in missing.content[0].text and TOKEN not in missing.content[0].text
     assert all(r.headers["authorization"] == f"Bearer {TOKEN}" for r in viewer.requests())
+
+
+def test_the_stand_in_rejects_request_shapes_the_service_does_not_document():
+    import httpx
+
+    with pytest.raises(AssertionError, match="undocumented parameters \\['limit'\\]"):
+        with ViewerStandIn() as stand_in:
+            httpx.get(f"{stand_in.url}/rows", params={"dataset": DATASET, "config": "default", "split": "train",
+                                                     "limit": 5})
+    with pytest.raises(AssertionError, match="only answers GET"):
+        with ViewerStandIn() as stand_in:
+            assert httpx.post(f"{stand_in.url}/rows", json={}).status_code == 405

@@ -75,13 +75,17 @@ def _call_parts(call: Any) -> tuple[str, Any, Any]:
     return str(fn.get("name") or "?"), fn.get("arguments"), call.get("id")
 
 
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def _arguments(stats: ToolCallStats, arguments: Any) -> None:
     if isinstance(arguments, str):
         stats.arguments_as_string += 1
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            arguments = None
+        arguments = _json_or_none(arguments)
         if not isinstance(arguments, dict):
             stats.arguments_invalid_json += 1
             return
@@ -105,10 +109,7 @@ class _Tally:
 
     def add(self, row_idx: int, messages: Any) -> None:
         if isinstance(messages, str):
-            try:
-                messages = json.loads(messages)
-            except ValueError:
-                messages = None
+            messages = _json_or_none(messages)
         if not isinstance(messages, list):
             self.not_conversations += 1
             return

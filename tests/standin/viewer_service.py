@@ -119,6 +119,12 @@ SIZE = {"size": {
 IS_VALID = {"viewer": True, "preview": True, "search": True, "filter": True, "statistics": True}
 INVALID_SYMBOLS = re.compile(r";|--|/\*|\*/")
 MAX_ROWS = 100
+_PAGE = {"dataset", "config", "split", "offset", "length"}
+# The documented parameters of each endpoint (hf-apis.md): anything else is a malformed request.
+PARAMETERS = {"/is-valid": {"dataset"}, "/splits": {"dataset", "config"},
+              "/first-rows": {"dataset", "config", "split"}, "/rows": _PAGE, "/search": _PAGE | {"query"},
+              "/filter": _PAGE | {"where", "orderby"}, "/statistics": {"dataset", "config", "split"},
+              "/size": {"dataset", "config"}}
 
 
 @dataclass
@@ -134,6 +140,7 @@ class State:
     token: str = TOKEN
     requests: list = field(default_factory=list)
     fail: dict = field(default_factory=dict)  # path → (status, X-Error-Code, message)
+    violations: list = field(default_factory=list)  # request shapes the service would not expect
 
 
 class ApiError(Exception):
@@ -170,6 +177,7 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         req = Request("GET", url.path, query, {k.lower(): v for k, v in self.headers.items()})
         self.state.requests.append(req)
+        self._check_shape(req)
         try:
             if url.path in self.state.fail:
                 status, code, message = self.state.fail[url.path]
@@ -177,6 +185,28 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, self._answer(req))
         except ApiError as exc:
             self._send(exc.status, {"error": exc.message}, exc.code)
+
+    def _check_shape(self, req: Request) -> None:
+        allowed = PARAMETERS.get(req.path)
+        if allowed is None:
+            self.state.violations.append(f"unknown endpoint GET {req.path}")
+        elif set(req.query) - allowed:
+            self.state.violations.append(f"GET {req.path} with undocumented parameters {sorted(set(req.query) - allowed)}")
+        if int(self.headers.get("Content-Length") or 0):
+            self.state.violations.append(f"GET {req.path} carries a body")
+
+    def _refuse(self, method: str) -> None:
+        self.state.violations.append(f"{method} {self.path}: the Datasets Viewer only answers GET")
+        self._send(405, {"error": "Method not allowed"})
+
+    def do_POST(self):  # noqa: N802
+        self._refuse("POST")
+
+    def do_PUT(self):  # noqa: N802
+        self._refuse("PUT")
+
+    def do_DELETE(self):  # noqa: N802
+        self._refuse("DELETE")
 
     # --- the service's parameter checks -----------------------------------------------------
 
@@ -272,9 +302,11 @@ class ViewerStandIn:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+        if exc_type is None:  # every request of a passing test must have had a documented shape
+            assert not self.state.violations, "malformed Datasets Viewer requests: " + "; ".join(self.state.violations)
 
     def fail(self, path: str, status: int, code: str, message: str = "stand-in error") -> None:
         """Answer every request to ``path`` with this error ({authorization} in the message echoes the header)."""
