@@ -35,3 +35,7 @@ def jinja_env() -> jinja2.Environment:
 
 def render_template(name: str, **context: object) -> str:
     return jinja_env().get_template(name).render(**context)
+
+
+def template_path(name: str) -> Path:
+    return templates_dir() / name

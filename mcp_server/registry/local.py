@@ -146,6 +146,23 @@ class LocalRegistry:
         tmp.write_text(card, encoding="utf-8")
         os.replace(tmp, path)
 
+    def record_eval(self, entry: AdapterVersion, results: dict) -> str:
+        """Keep a version's latest eval results (with the eval code's hashes) as ``eval_results.json``;
+        earlier ones move to ``eval_history.jsonl``. Returns the path."""
+        path = Path(entry.path) / "eval_results.json"
+        with FileLock(str(path) + ".lock", timeout=60):
+            if path.is_file():
+                with (Path(entry.path) / "eval_history.jsonl").open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(json.loads(path.read_text(encoding="utf-8"))) + "\n")
+            tmp = path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+            os.replace(tmp, path)
+        return str(path)
+
+    def eval_results(self, entry: AdapterVersion) -> dict | None:
+        path = Path(entry.path) / "eval_results.json"
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
 
 def read_manifest(adapter_dir: str | Path) -> dict:
     path = Path(adapter_dir) / "tunepack_manifest.json"

@@ -1,0 +1,136 @@
+"""Evaluate one registry version: prepare the eval script, run it, record the results with the adapter.
+
+    run_dir = prepare(entry, cfg.eval, tracking={...})   # writes eval.py + eval_run.json
+    summary = evaluate(run_dir)                           # runs the script here, fills the card
+
+Used inside jobs only (the pipeline job after training; a local eval job via
+``python -m mcp_server.evals.job RUN_DIR``), never in the MCP server. Prints the script's own
+lines, then ``TUNEPACK_EVALUATED {json}`` (the summary) or ``TUNEPACK_ERROR {json}``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config.schema import EvalSection
+from ..errors import EvalError, TunepackError
+from ..registry import AdapterVersion, LocalRegistry, read_manifest
+from .render import build_spec, write_eval_script
+from .results import apply_to_card, results_markdown
+
+
+def emit(kind: str, payload: dict) -> None:
+    print(f"TUNEPACK_{kind} " + json.dumps(payload, default=str), flush=True)
+
+
+def training_data(manifest: dict) -> list[str]:
+    """What the adapter was trained on, for the contamination check (files, or the Hub dataset)."""
+    data = manifest["config"]["data"]
+    if data.get("hub_id"):
+        ref = data["hub_id"] + (f"@{data['revision']}" if data.get("revision") else "")
+        return [f"hub:{ref}#{data.get('split', 'train')}"]
+    files = [f["path"] for f in manifest.get("dataset", {}).get("files", [])] or list(data.get("path", []))
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        raise EvalError(
+            f"The training data of this adapter is gone ({', '.join(missing[:3])}), so the contamination check "
+            "cannot run.",
+            "restore the files at those paths, or evaluate with eval.allow_contaminated: true knowingly "
+            "(results are then labelled 'not checked').",
+        )
+    return files
+
+
+def models_for(entry: AdapterVersion, remote: bool = False) -> list[dict]:
+    if entry.hub_repo and (remote or not (Path(entry.path) / "adapter_config.json").is_file()):
+        adapter = entry.hub_repo
+        base = read_manifest(entry.path)["config"]["model"]["name"]
+    else:
+        adapter = entry.path
+        base = json.loads((Path(entry.path) / "adapter_config.json").read_text())["base_model_name_or_path"]
+    if remote and (base.startswith("tiny:") or Path(base).is_absolute()):
+        raise EvalError(f"The base model of {entry.name} v{entry.version} is a local folder ({base}); a remote job "
+                        "cannot load it.", "evaluate this adapter locally (backend local).")
+    return [{"label": "base", "base": base}, {"label": "adapter", "base": base, "adapter": adapter}]
+
+
+def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, tracking: dict | None = None,
+            remote: bool = False) -> Path:
+    """Write ``eval.py`` (the rendered script) and ``eval_run.json`` into run_dir; return the script."""
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if not ev.tasks:
+        raise EvalError("No eval tasks are given.", "set eval.tasks, e.g. [humaneval, mbpp] (or a .jsonl of your own).")
+    manifest = read_manifest(entry.path)
+    try:
+        train = training_data(manifest)
+    except EvalError:
+        if not ev.allow_contaminated:
+            raise
+        train = []
+    spec = build_spec(ev, models_for(entry, remote), train)
+    script, info = write_eval_script(spec, run_dir / "eval.py", tracking=tracking)
+    (run_dir / "eval_run.json").write_text(json.dumps({
+        "registry_name": entry.name, "registry_version": entry.version, "script": str(script),
+        "output_dir": str(run_dir / "output"), "render": info, "spec": spec,
+    }, indent=2, default=str))
+    return script
+
+
+def record(run: dict, results: dict) -> dict:
+    """Store the results with the registry version and fill its card; return the short summary."""
+    registry = LocalRegistry()
+    entry = registry.get(run["registry_name"], run["registry_version"])
+    results = {**results, "render": {**(results.get("render") or {}), **(run.get("render") or {})}}
+    path = registry.record_eval(entry, results)
+    card = Path(entry.card_path).read_text(encoding="utf-8")
+    registry.update_card(entry, apply_to_card(card, results, name=entry.name))
+    return summarize(results, entry, path)
+
+
+def summarize(results: dict, entry: AdapterVersion | None = None, path: str | None = None) -> dict:
+    return {
+        "registry_name": entry.name if entry else None, "registry_version": entry.version if entry else None,
+        "results_path": path, "card_path": entry.card_path if entry else None, "sandbox": results["sandbox"],
+        "table": results_markdown(results),
+        "tasks": [{k: row[k] for k in ("task", "metric", "n", "scores", "status")} |
+                  {"contaminated_share": (row.get("contamination") or {}).get("share")} for row in results["tasks"]],
+    }
+
+
+def evaluate(run_dir: str | Path, on_line: Callable[[str], None] | None = None) -> dict:
+    """Run the prepared script with this interpreter; record and return the summary."""
+    run = json.loads((Path(run_dir) / "eval_run.json").read_text())
+    out = Path(run["output_dir"])
+    proc = subprocess.Popen([sys.executable, run["script"], "--output-dir", str(out)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    error, show = None, on_line or (lambda text: print(text, flush=True))
+    for line in proc.stdout:
+        show(line.rstrip("\n"))
+        if line.startswith("TUNEPACK_ERROR "):
+            error = json.loads(line.split(" ", 1)[1])
+    code = proc.wait()
+    if code != 0 or not (out / "results.json").is_file():
+        if error:
+            raise EvalError(error["problem"], error.get("fix"))
+        raise EvalError(f"The eval script exited with status {code} without results.",
+                        f"read the job log; the script is {run['script']}.")
+    return record(run, json.loads((out / "results.json").read_text()))
+
+
+def main(run_dir: str) -> int:
+    try:
+        summary = evaluate(run_dir)
+    except TunepackError as exc:
+        emit("ERROR", exc.to_dict())
+        return 3
+    emit("EVALUATED", summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,1 @@
+"""Self-contained evaluation kit: sandbox, problems, Inspect tasks, contamination guard."""

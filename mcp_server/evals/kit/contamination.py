@@ -1,0 +1,165 @@
+"""Did the training data contain the eval problems? N-gram overlap, as in the GPT-3 / PaLM checks.
+
+    report = check_contamination(load_problems("mbpp", src), iter_training_texts(["train.jsonl"]))
+    report.share, report.contaminated_ids
+
+Text is normalised (whitespace collapsed, lower-cased) and split into word and punctuation tokens;
+a problem is contaminated when at least half (``min_overlap``) of the ``n``-grams (default 13) of
+its statement, of its reference solution or of its tests also occur in the training text — a
+share rather than any single gram, because test lists and boilerplate statements share generic
+13-grams across problems. A field shorter than ``n`` tokens counts
+as one gram when it has at least ``min_tokens`` tokens (short one-line solutions are otherwise
+invisible). Training rows are read from .jsonl/.json/.parquet files; every string in a row is
+scanned (messages, tool calls, prompt/completion, any column).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import KitError
+from .problems import Problem
+
+TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def tokens(text: str) -> list[str]:
+    return TOKEN.findall(" ".join(text.split()).lower())
+
+
+def _key(toks: list[str]) -> bytes:
+    return hashlib.blake2b("\x1f".join(toks).encode(), digest_size=8).digest()
+
+
+def grams(text: str, n: int, min_tokens: int = 8) -> set[bytes]:
+    toks = tokens(text)
+    if len(toks) < n:
+        return {_key(toks)} if len(toks) >= min_tokens else set()
+    return {_key(toks[i : i + n]) for i in range(len(toks) - n + 1)}
+
+
+@dataclass
+class ContaminationReport:
+    benchmark: str
+    n_problems: int
+    contaminated_ids: list[str] = field(default_factory=list)
+    ngram: int = 13
+    rows_scanned: int = 0
+
+    @property
+    def share(self) -> float:
+        return len(self.contaminated_ids) / self.n_problems if self.n_problems else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "benchmark": self.benchmark, "n_problems": self.n_problems, "contaminated": len(self.contaminated_ids),
+            "share": round(self.share, 4), "contaminated_ids": self.contaminated_ids[:50], "ngram": self.ngram,
+            "rows_scanned": self.rows_scanned,
+        }
+
+
+def check_contamination(
+    problems: list[Problem], texts: Iterable[str], n: int = 13, min_tokens: int = 8, min_overlap: float = 0.5
+) -> ContaminationReport:
+    """A problem is contaminated when, for its statement, its solution or its tests, at least
+    ``min_overlap`` of that field's n-grams occur in the training text (1.0 = verbatim copy)."""
+    index: dict[bytes, set[tuple[int, int]]] = {}
+    totals: dict[tuple[int, int], int] = {}
+    short_sizes: set[int] = set()  # fields shorter than n are indexed whole: look for them at their size
+    for i, p in enumerate(problems):
+        for f, part in enumerate((p.text, p.solution, p.tests)):
+            size = len(tokens(part))
+            if min_tokens <= size < n:
+                short_sizes.add(size)
+            field_grams = grams(part, n, min_tokens)
+            totals[(i, f)] = len(field_grams)
+            for g in field_grams:
+                index.setdefault(g, set()).add((i, f))
+    seen: set[bytes] = set()
+    rows = 0
+    for text in texts:
+        rows += 1
+        toks = tokens(text)
+        for size in (n, *sorted(short_sizes)):
+            for j in range(max(0, len(toks) - size + 1)):
+                key = _key(toks[j : j + size])
+                if key in index:
+                    seen.add(key)
+    found: dict[tuple[int, int], int] = {}
+    for key in seen:
+        for owner in index[key]:
+            found[owner] = found.get(owner, 0) + 1
+    hit = sorted({i for (i, f), k in found.items() if k / totals[(i, f)] >= min_overlap})
+    bench = problems[0].benchmark if problems else ""
+    ids = [problems[i].id for i in hit]
+    return ContaminationReport(benchmark=bench, n_problems=len(problems), contaminated_ids=ids, ngram=n, rows_scanned=rows)
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+def _hub_rows(ref: str) -> Iterator[str]:
+    from datasets import load_dataset
+
+    ref, _, split = ref.partition("#")
+    repo, _, revision = ref.partition("@")
+    try:
+        rows = load_dataset(repo, revision=revision or None, split=split or "train", streaming=True)
+    except Exception as exc:  # noqa: BLE001 - network, auth or missing repo: the same next step
+        raise KitError(
+            f"Could not read the training dataset {repo} for the contamination check ({type(exc).__name__}).",
+            "check HF_TOKEN and the dataset id, or run with allow_contaminated knowingly.",
+        ) from exc
+    for row in rows:
+        yield "\n".join(_strings(row))
+
+
+def iter_training_texts(paths: Iterable[str]) -> Iterator[str]:
+    """One text per training row (all its strings joined), from jsonl/json/parquet files or folders."""
+    files: list[Path] = []
+    for raw in paths:
+        if raw.startswith("hub:"):  # hub:namespace/name[@revision][#split]
+            yield from _hub_rows(raw[4:])
+            continue
+        p = Path(raw)
+        if p.is_dir():
+            files += sorted(f for f in p.rglob("*") if f.suffix in (".jsonl", ".json", ".parquet"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            raise KitError(
+                f"Training data '{raw}' for the contamination check does not exist.",
+                "pass the files the adapter was trained on (the run manifest lists them).",
+            )
+    for f in files:
+        if f.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            for batch in pq.ParquetFile(f).iter_batches(batch_size=512):
+                for row in batch.to_pylist():
+                    yield "\n".join(_strings(row))
+        elif f.suffix == ".json":
+            data = json.loads(f.read_text(encoding="utf-8"))
+            for row in data if isinstance(data, list) else [data]:
+                yield "\n".join(_strings(row))
+        else:
+            with f.open(encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        try:
+                            yield "\n".join(_strings(json.loads(line)))
+                        except json.JSONDecodeError:
+                            yield line

@@ -1,0 +1,131 @@
+"""One evaluation run: contamination check, base and adapter through Inspect, one results dict.
+
+    results = run_eval(spec)      # spec: see SPEC_KEYS; returns the dict written to results.json
+
+Models are given as {"label", "base", "adapter"} and resolved at run time: ``vllm/<base>:<adapter>``
+when CUDA and vLLM are present (backend auto|vllm), else the ``hf/`` provider loading the
+adapter folder (transformers reads its base from adapter_config.json) on CUDA or CPU. The adapter's
+score on a task is withheld when the training data overlaps that task's problems, unless
+``allow_contaminated`` is set; the result is then labelled contaminated.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from .contamination import check_contamination, iter_training_texts
+from .errors import KitError
+from .offline import ensure_token_counting
+from .problems import load_problems, task_name
+from .sandbox import MODES, Limits, Sandbox
+from .tasks import DOCKER, code_task
+
+SPEC_KEYS = (
+    "tasks", "limit", "samples", "temperature", "max_tokens", "sandbox", "timeout_s", "memory_mb",
+    "mbpp_source", "models", "train_data", "allow_contaminated", "ngram", "min_overlap", "log_dir", "backend",
+)
+
+
+def _cuda() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except ImportError:
+        return False
+
+
+def resolve_model(model: dict, backend: str, temperature: float) -> tuple[str, dict]:
+    """(inspect model name, model_args) for {"label", "base", "adapter"}."""
+    base, adapter = model["base"], model.get("adapter")
+    use_vllm = backend == "vllm" or (backend == "auto" and _cuda() and _has("vllm"))
+    if backend == "vllm" and not _has("vllm"):
+        raise KitError("eval.backend is 'vllm' but vLLM is not installed.", "use backend auto/hf, or pip install vllm on a GPU machine.")
+    if use_vllm:
+        return f"vllm/{base}" + (f":{adapter}" if adapter else ""), {}
+    args = {"model_path": adapter or base, "device": "cuda:0" if _cuda() else "cpu"}
+    if temperature <= 0:
+        args["do_sample"] = False
+    # the model name is the path too: inspect may build the model twice and the second time
+    # model_path is gone from model_args (collected on first use), so from_pretrained gets the name
+    return f"hf/{adapter or base}", args
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def _task_results(log) -> dict:
+    if log.status != "success" or not log.results:
+        err = getattr(log, "error", None)
+        raise KitError(
+            f"Inspect could not finish task '{log.eval.task}' ({log.status}): {str(getattr(err, 'message', err))[:400]}",
+            "read the Inspect log named in the results; fix the model path/arguments and run the eval again.",
+        )
+    metrics = log.results.scores[0].metrics
+    return {
+        "score": metrics["accuracy"].value, "stderr": metrics["stderr"].value if "stderr" in metrics else None,
+        "log": log.location, "samples": log.results.completed_samples,
+    }
+
+
+def run_eval(spec: dict, progress=print) -> dict:
+    unknown = set(spec) - set(SPEC_KEYS)
+    if unknown:
+        raise KitError(f"Unknown eval spec keys: {sorted(unknown)}.", f"use only: {', '.join(SPEC_KEYS)}.")
+    from inspect_ai import eval as inspect_eval
+
+    mode = spec.get("sandbox", "namespaces")
+    if mode not in (*MODES, DOCKER):
+        raise KitError(f"Unknown sandbox '{mode}'.", f"use one of: {', '.join((*MODES, DOCKER))}.")
+    counting = ensure_token_counting()
+    limits = Limits(timeout_s=float(spec.get("timeout_s", 10)), memory_mb=int(spec.get("memory_mb", 512)))
+    samples, temperature = int(spec.get("samples", 1)), float(spec.get("temperature", 0.0))
+    problems = {
+        task_name(t): load_problems(t, spec.get("mbpp_source"), spec.get("limit")) for t in spec["tasks"]
+    }
+    contamination = {}
+    if spec.get("train_data"):
+        for name, probs in problems.items():
+            texts = iter_training_texts(spec["train_data"])
+            report = check_contamination(probs, texts, spec.get("ngram", 13), min_overlap=spec.get("min_overlap", 0.5))
+            contamination[name] = report.to_dict()
+            progress(f"[tunepack] contamination {name}: {len(report.contaminated_ids)}/{report.n_problems} problems overlap the training data")
+    allow = bool(spec.get("allow_contaminated"))
+    box = None if mode == DOCKER else Sandbox(mode, workers=min(4, os.cpu_count() or 1), limits=limits).start()
+    rows = {name: {"task": name, "metric": "pass@1", "n": len(p), "samples": samples, "scores": {}, "stderr": {},
+                   "status": {}, "logs": {}, "contamination": contamination.get(name)} for name, p in problems.items()}
+    started = time.monotonic()
+    try:
+        for model in spec["models"]:
+            label = model["label"]
+            run_tasks = []
+            for name, probs in problems.items():
+                dirty = bool(model.get("adapter")) and bool((contamination.get(name) or {}).get("contaminated"))
+                if dirty and not allow:
+                    rows[name]["scores"][label] = None
+                    rows[name]["status"][label] = "withheld"
+                    continue
+                rows[name]["status"][label] = "contaminated" if dirty else "scored"
+                run_tasks.append(code_task(probs, box or DOCKER, samples, temperature, int(spec.get("max_tokens", 512)), name, limits))
+            if not run_tasks:
+                continue
+            name_, args = resolve_model(model, spec.get("backend", "auto"), temperature)
+            progress(f"[tunepack] evaluating {label} ({name_}) on {', '.join(t.name for t in run_tasks)}")
+            logs = inspect_eval(run_tasks, model=name_, model_args=args, log_dir=spec.get("log_dir"),
+                                display="none", score=True, fail_on_error=False)
+            for log in logs:
+                res = _task_results(log)
+                row = rows[log.eval.task]
+                row["scores"][label], row["stderr"][label], row["logs"][label] = res["score"], res["stderr"], res["log"]
+    finally:
+        if box is not None:
+            box.close()
+    return {
+        "tasks": list(rows.values()), "sandbox": mode, "isolated": mode == "namespaces" or mode == DOCKER,
+        "token_counting": counting, "allow_contaminated": allow, "models": spec["models"],
+        "limit": spec.get("limit"), "temperature": temperature, "duration_s": round(time.monotonic() - started, 2),
+    }

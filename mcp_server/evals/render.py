@@ -1,0 +1,93 @@
+"""Render an evaluation into one self-contained PEP 723 script (templates/eval_job.py.j2).
+
+The local job runner and HF Jobs run the same file. It embeds the eval spec, the tracking target
+and the eval kit's sources (``mcp_server/evals/kit``) with their sha256, so a run's manifest pins
+the exact task, scoring and sandbox code that produced its numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pprint
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from .. import __version__
+from ..config.schema import EvalSection
+from ..resources import render_template, template_path
+from ..train.render import pins as train_pins
+
+KIT_DIR = Path(__file__).resolve().parent / "kit"
+KIT_FILES = (
+    "__init__.py", "errors.py", "sandbox_child.py", "sandbox.py", "problems.py", "offline.py", "tasks.py",
+    "contamination.py", "runner.py",
+)
+TEMPLATE = "eval_job.py.j2"
+
+
+def kit_sources() -> dict[str, str]:
+    return {name: (KIT_DIR / name).read_text(encoding="utf-8") for name in KIT_FILES}
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def eval_pins(backend: str = "auto") -> list[str]:
+    extra = yaml.safe_load((Path(__file__).with_name("pins.yaml")).read_text(encoding="utf-8"))
+    base = train_pins()
+    if backend == "vllm":  # vLLM pins its own torch; let the resolver pick it
+        base = [p for p in base if not p.startswith(("torch==", "bitsandbytes=="))] + ["vllm"]
+    return [p for p in base if not p.startswith("trl==")] + list(extra)
+
+
+def build_spec(ev: EvalSection, models: list[dict], train_data: list[str]) -> dict:
+    """The kit's run spec from the config's eval section, the models and the training files."""
+    return {
+        "tasks": list(ev.tasks), "limit": ev.limit, "samples": ev.samples, "temperature": ev.temperature,
+        "max_tokens": ev.max_tokens, "sandbox": ev.sandbox, "timeout_s": ev.timeout_s, "memory_mb": ev.memory_mb,
+        "mbpp_source": ev.mbpp_source, "backend": ev.backend, "models": models, "train_data": list(train_data),
+        "allow_contaminated": ev.allow_contaminated, "ngram": ev.ngram, "min_overlap": ev.min_overlap,
+    }
+
+
+def render_eval_script(spec: dict, *, tracking: dict | None = None) -> tuple[str, dict]:
+    """(script text, render info). ``tracking`` = {project, run[, space_id]} or None."""
+    kit = kit_sources()
+    info = {
+        "tunepack_version": __version__,
+        "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "template_sha256": sha256(template_path(TEMPLATE).read_text(encoding="utf-8")),
+        "spec_sha256": sha256(json.dumps(spec, sort_keys=True, default=str)),
+        "kit": {name: sha256(src) for name, src in kit.items()},
+    }
+    text = render_template(
+        TEMPLATE,
+        pins=eval_pins(spec.get("backend", "auto")),
+        tunepack_version=__version__,
+        task_list=", ".join(Path(t).name for t in spec["tasks"]),
+        model_list=" and ".join(m["label"] for m in spec["models"]),
+        spec_literal=pprint.pformat(spec, sort_dicts=False, width=100),
+        tracking_literal=pprint.pformat(tracking, sort_dicts=False, width=100),
+        render_literal=pprint.pformat(info, sort_dicts=False, width=100),
+        kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
+    )
+    info["script_sha256"] = sha256(text)
+    return text, info
+
+
+def write_eval_script(spec: dict, out: str | Path, *, tracking: dict | None = None) -> tuple[Path, dict]:
+    """Write the script atomically; returns (path, render info)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text, info = render_eval_script(spec, tracking=tracking)
+    fd, tmp = tempfile.mkstemp(prefix=".eval-", suffix=".py", dir=out.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, out)
+    return out, info
