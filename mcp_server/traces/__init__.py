@@ -1,0 +1,23 @@
+"""Agent traces → SFT data: harness session files become TRL conversational rows.
+
+Reads Pi, Claude Code, Codex and OpenCode sessions and OpenAI-chat / ShareGPT rows, rebuilds the
+conversation the model actually saw (active branch, compactions, sub-agents), and writes
+``messages`` rows with OpenAI-shaped ``tool_calls`` (dict arguments), ``tool`` results and a ``tools``
+column of JSON schemas — or one prompt/completion row per assistant turn — plus a stats report that
+counts everything dropped, by reason. Secrets are redacted; the output is written atomically.
+
+Usage:
+    tunepack traces convert ~/.pi/agent/sessions -o data/pi.jsonl --thinking drop
+    from mcp_server.traces import ConvertOptions, convert
+    report = convert(["sessions/"], "out.jsonl", ConvertOptions(rows="turn"))
+
+One module per format (pi, claude_code, codex, opencode, openai_chat), shared rules in normalize,
+schemas, templates, rows, redact and writer.
+"""
+
+from .convert import convert, read_source
+from .detect import find_sources, sniff
+from .model import ConvertOptions
+from .stats import ConvertReport, FileReport
+
+__all__ = ["ConvertOptions", "ConvertReport", "FileReport", "convert", "find_sources", "read_source", "sniff"]

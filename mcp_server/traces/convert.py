@@ -1,0 +1,137 @@
+"""The conversion: sources → conversations → normalised messages → rows → one atomic write.
+
+Usage:
+    from mcp_server.traces import ConvertOptions, convert
+    report = convert(["~/.pi/agent/sessions"], "data/pi.jsonl", ConvertOptions(thinking="drop"))
+    print(report.short())
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+
+from ..errors import TraceError
+from .claude_code import read_claude_code
+from .codex import read_codex
+from .detect import find_sources
+from .model import Conversation, ConvertOptions
+from .normalize import Normalized, normalize
+from .openai_chat import read_openai
+from .opencode import read_opencode
+from .pi import read_pi
+from .redact import redact_messages
+from .rows import TokenCounter, build_rows
+from .schemas import ToolCatalog
+from .stats import ConvertReport, FileReport, total
+from .templates import check_template, has_tools, normalize_name
+from .writer import check_output, write_atomic
+
+log = logging.getLogger("tunepack.traces")
+READERS = {"pi": read_pi, "claude-code": read_claude_code, "codex": read_codex, "opencode": read_opencode,
+           "openai": read_openai}
+
+
+def _failed(report: FileReport, reason: str, exc: Exception) -> None:
+    """A source (or conversation) that could not be read: counted, named in the report, logged — not raised."""
+    log.warning("%s: %s", report.path, reason, exc_info=True)
+    report.add(reason)
+    report.add(f"error: {type(exc).__name__}: {exc}"[:200])
+
+
+def read_source(fmt: str, path: Path, opts: ConvertOptions) -> tuple[list[Conversation], FileReport]:
+    """The conversations of one source; any failure to read it is reported, never raised."""
+    report = FileReport(path=str(path), format=fmt)
+    try:
+        conversations = READERS[fmt](path, opts, report)
+    except Exception as exc:  # a damaged or unexpected file must not stop the other sources
+        _failed(report, "unreadable_source", exc)
+        conversations = []
+    report.conversations = len(conversations)
+    return conversations, report
+
+
+def _catalog_key(conv: Conversation) -> str:
+    return conv.format if conv.format != "openai" else f"openai:{conv.source}"
+
+
+def convert(paths: list[str | Path], out: str | Path | None, opts: ConvertOptions | None = None, *,
+            allow_empty: bool = False) -> ConvertReport:
+    """Convert every session under ``paths`` and write the rows to ``out`` (None: count only, write nothing)."""
+    opts = opts or ConvertOptions()
+    template = normalize_name(opts.template)
+    if opts.max_tokens and not opts.tokenizer:
+        raise TraceError("--max-tokens needs a tokenizer to count tokens with.",
+                         "add --tokenizer DIR (a local model or tokenizer folder), or drop --max-tokens.")
+    out_path = check_output(out) if out is not None else None
+    counter = TokenCounter(opts.tokenizer, template)
+    sources, skipped = find_sources(paths, opts.format)
+
+    files: list[FileReport] = []
+    normalized: list[tuple[Conversation, Normalized, FileReport]] = []
+    thinking: Counter = Counter()
+    redactions: Counter = Counter()
+    catalog = ToolCatalog()
+    for fmt, path in sources:
+        conversations, report = read_source(fmt, path, opts)
+        files.append(report)
+        for conv in conversations:
+            try:
+                norm = normalize(conv.messages, by_position=conv.pairing == "position", opts=opts, report=report,
+                                 thinking=thinking)
+            except Exception as exc:
+                _failed(report, "unreadable_conversation", exc)
+                continue
+            if norm is None:
+                continue
+            if opts.redact:
+                redact_messages(norm.messages, redactions)
+            catalog.observe(_catalog_key(conv), norm.messages)
+            normalized.append((conv, norm, report))
+
+    check_template(template, opts.rows, sum(1 for _, n, _ in normalized if has_tools(n.messages)))
+    result = ConvertReport(output=str(out_path) if out_path else None, row_format=opts.rows,
+                           token_counter=counter.label)
+    rows: list[dict] = []
+    shaping: Counter = Counter()
+    calls: Counter = Counter()
+    for conv, norm, report in normalized:
+        tools = catalog.tools_for(_catalog_key(conv), conv.tools, set(norm.tool_calls), opts.synthesize_tools)
+        kept = build_rows(conv, norm, tools, opts, template, counter, report, shaping)
+        if not kept:
+            continue
+        result.conversations += 1
+        for row, tokens in kept:
+            rows.append(row)
+            result.tokens += tokens
+            turns = [m for m in row.get("completion", [])] if opts.rows == "turn" else None
+            if turns is not None:
+                result.assistant_turns += len(turns)
+                calls.update(c["function"]["name"] for m in turns for c in m.get("tool_calls") or [])
+        if opts.rows == "conversation":
+            result.assistant_turns += norm.assistant_turns
+            calls.update(norm.tool_calls)
+
+    result.rows = len(rows)
+    result.sessions = sum(f.sessions for f in files)
+    result.tool_calls = sum(calls.values())
+    result.tool_calls_by_name = dict(calls.most_common())
+    result.formats = dict(Counter(f.format for f in files))
+    result.thinking = {"kept": thinking["kept"], "dropped": thinking["dropped"]}
+    result.problems, result.dropped = total(files)
+    result.redactions = dict(redactions)
+    result.files = files
+    if skipped:
+        result.notes.append(f"{len(skipped)} files were not recognised as sessions and skipped, e.g. {skipped[0]}")
+    if shaping:
+        result.notes.append(f"shaped for template {template}: " + ", ".join(f"{k} {v}" for k, v in shaping.items()))
+    if not rows and not allow_empty:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items(), key=lambda kv: -kv[1])[:6])
+        raise TraceError(f"No rows were left to write from {len(sources)} sources ({result.sessions} sessions; "
+                         f"dropped: {reasons or 'nothing'}).",
+                         "loosen the filters (--model, --min-assistant-turns, --max-tokens), check the paths and "
+                         "--format, or keep failed turns with --keep-failed-turns.")
+    if out_path is not None and (rows or allow_empty):
+        result.stats_path = str(write_atomic(rows, out_path, result.model_dump(mode="json")))
+    return result

@@ -1,0 +1,63 @@
+"""Secrets planted in every kind of text are replaced before anything is written."""
+
+import json
+from collections import Counter
+
+from mcp_server.traces.redact import redact_text
+from traces_support import rows_of
+
+SECRETS = {
+    "hf_token": "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3",
+    "anthropic_key": "sk-ant-api03-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0Fe",
+    "openai_key": "sk-proj-" + "Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56",
+    "github_token": "ghp_" + "0123456789abcdefghijABCDEFGHIJ012345",
+    "aws_access_key": "AKIA" + "Q3EXAMPLE7KEY2ID",
+}
+BEARER = "eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.sig-n4ture"
+
+
+def planted_session(tmp_path):
+    s = SECRETS
+    lines = [
+        {"type": "session", "version": 3, "id": "secrets", "timestamp": "t", "cwd": "/x"},
+        {"type": "message", "id": "m1", "parentId": None, "message": {"role": "user", "content": [
+            {"type": "text", "text": f"My HF token is {s['hf_token']} and the AWS key {s['aws_access_key']}."}]}},
+        {"type": "message", "id": "m2", "parentId": "m1", "message": {"role": "assistant", "stopReason": "toolUse",
+         "content": [{"type": "thinking", "thinking": f"Use {s['anthropic_key']} for the call."},
+                     {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {
+                         "command": f"curl -H 'Authorization: Bearer {BEARER}' -H \"authorization: bearer $TOKEN\" api",
+                         "env": {"OPENAI_API_KEY": s["openai_key"]}, "argv": ["git", "clone", s["github_token"]]}}]}},
+        {"type": "message", "id": "m3", "parentId": "m2", "message": {"role": "toolResult", "toolCallId": "c1",
+         "toolName": "bash", "content": [{"type": "text", "text": f"echo {s['github_token']}"}]}},
+        {"type": "message", "id": "m4", "parentId": "m3", "message": {"role": "assistant", "stopReason": "stop",
+         "content": [{"type": "text", "text": f"Done. Rotate {s['hf_token']}; task-list and sk-short stay."}]}},
+    ]
+    path = tmp_path / "secrets.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_planted_secrets_never_reach_the_output(tmp_path):
+    rows, report = rows_of(planted_session(tmp_path), tmp_path)
+    written = (tmp_path / "out.jsonl").read_text() + (tmp_path / "out.stats.json").read_text()
+    for secret in list(SECRETS.values()) + [BEARER]:
+        assert secret not in written
+    assert report.redactions == {"hf_token": 2, "aws_access_key": 1, "anthropic_key": 1, "bearer_token": 1,
+                                 "openai_key": 1, "github_token": 2}
+    call = rows[0]["messages"][1]["tool_calls"][0]["function"]["arguments"]
+    assert call["command"] == ("curl -H 'Authorization: Bearer [REDACTED_BEARER_TOKEN]' "
+                               "-H \"authorization: bearer $TOKEN\" api")
+    assert call["env"] == {"OPENAI_API_KEY": "[REDACTED_OPENAI_KEY]"} and call["argv"][2] == "[REDACTED_GITHUB_TOKEN]"
+    assert rows[0]["messages"][1]["reasoning_content"] == "Use [REDACTED_ANTHROPIC_KEY] for the call."
+    assert "task-list and sk-short stay" in rows[0]["messages"][-1]["content"]
+
+
+def test_redaction_can_be_turned_off(tmp_path):
+    _, report = rows_of(planted_session(tmp_path), tmp_path, redact=False)
+    assert SECRETS["hf_token"] in (tmp_path / "out.jsonl").read_text() and report.redactions == {}
+
+
+def test_lookalikes_are_left_alone():
+    counts = Counter()
+    text = "sk-learn, hf_hub_download, AKIAshort, ghp_x, Bearer of news, github_pat_, mask-ant-value"
+    assert redact_text(text, counts) == text and not counts
