@@ -9,9 +9,11 @@ Usage:
     tunepack registry list [NAME] | publish NAME --repo NS/NAME [--public]
     tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
     tunepack tracking runs PROJECT | summary PROJECT RUN
+    tunepack eval run NAME [--tasks humaneval mbpp] [--limit N] | results NAME | sandbox-check
     tunepack serve [--http]
     tunepack budget show|set PROJECT [USD]
     tunepack data inspect PATH | preview CONFIG --row N
+    tunepack traces convert ~/.pi/agent/sessions ~/.claude/projects -o data/traces.jsonl [--thinking drop]
 """
 
 from __future__ import annotations
@@ -67,7 +69,9 @@ def cmd_render(args) -> None:
     from .pipeline import ensure_tiny_model, precheck_data
     from .train.render import write_script
 
-    cfg = load_config(args.config)
+    from .traces.spine import training_config
+
+    cfg = training_config(load_config(args.config))  # data.format traces: the script reads converted rows
     model_path = None
     if cfg.model.is_tiny:
         precheck_data(cfg)
@@ -116,6 +120,17 @@ def cmd_run(args) -> None:
     print(f"trackio:    project '{result.trackio_project}', run '{result.trackio_run}' in {result.trackio_dir}"
           f"  (view: TRACKIO_DIR={result.trackio_dir} trackio show --project {result.trackio_project})")
     print(f"job log:    {result.log_path}")
+    if result.eval:
+        _print_eval(result.eval)
+
+
+def _print_eval(summary: dict) -> None:
+    if summary.get("error"):
+        err = summary["error"]
+        print(f"eval:       failed — {err['problem']} Fix: {err['fix']}")
+        return
+    print(f"eval:       recorded in {summary['results_path']} and the model card\n")
+    print(summary["table"])
 
 
 def cmd_tiny_model(args) -> None:
@@ -211,6 +226,17 @@ def cmd_data(args) -> None:
         print(f"\n{result['trained_tokens']} of {result['tokens']} tokens trained; problems: {result['problems'] or 'none'}")
 
 
+def cmd_traces(args) -> None:
+    from .traces import ConvertOptions, convert
+
+    opts = ConvertOptions(format=args.format, thinking=args.thinking, rows=args.rows, model=args.model,
+                          min_assistant_turns=args.min_assistant_turns, max_tokens=args.max_tokens,
+                          tokenizer=args.tokenizer, drop_harness_context=args.drop_harness_context,
+                          drop_failed_turns=not args.keep_failed_turns, template=args.template,
+                          keep_dangling_tool_calls=args.keep_dangling_tool_calls)
+    _print_json(convert(args.paths, args.output, opts).short())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tunepack", description="Post-train small language models end to end.")
     parser.add_argument("--version", action="version", version=f"tunepack {__version__}")
@@ -270,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run", nargs="?")
     p.set_defaults(func=cmd_tracking)
 
+    from .evals.cli import add_parser as add_eval_parser
+
+    add_eval_parser(sub)
+
     p = sub.add_parser("serve", help="start the MCP server (stdio; --http for streamable HTTP on 127.0.0.1)")
     p.add_argument("--http", action="store_true")
     p.add_argument("--host", default="127.0.0.1")
@@ -287,6 +317,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="dataset file/folder (inspect) or config (preview)")
     p.add_argument("--row", type=int, default=0)
     p.set_defaults(func=cmd_data)
+
+    p = sub.add_parser("traces", help="convert agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat) "
+                                      "into SFT rows, with stats")
+    p.add_argument("action", choices=["convert"])
+    p.add_argument("paths", nargs="+", help="session files or folders (formats detected per file / folder)")
+    p.add_argument("-o", "--output", required=True, help="dataset to write: .jsonl or .parquet")
+    p.add_argument("--format", default="auto", choices=["auto", "pi", "claude-code", "codex", "opencode", "openai"])
+    p.add_argument("--thinking", default="keep", choices=["keep", "drop"])
+    p.add_argument("--rows", default="conversation", choices=["conversation", "turn"])
+    p.add_argument("--model", default=None, help="only turns of models whose id contains this")
+    p.add_argument("--min-assistant-turns", type=int, default=1)
+    p.add_argument("--max-tokens", type=int, default=None, help="drop longer rows (needs --tokenizer)")
+    p.add_argument("--tokenizer", default=None, help="local tokenizer folder for token counts")
+    p.add_argument("--drop-harness-context", action="store_true", help="drop harness-injected context")
+    p.add_argument("--keep-failed-turns", action="store_true", help="keep aborted/errored assistant turns")
+    p.add_argument("--keep-dangling-tool-calls", action="store_true", help="keep calls that never got a result")
+    p.add_argument("--template", default=None, help="shape rows for a TRL template (qwen3, qwen2_5, gptoss, "
+                                                    "deepseekv3; gemma3/llama3/phi3 only with --rows turn)")
+    p.set_defaults(func=cmd_traces)
     return parser
 
 

@@ -56,6 +56,19 @@ class TrackingError(TunepackError):
     kind = "tracking"
 
 
+class TraceError(TunepackError):
+    """Agent session files cannot be converted as asked (no sessions found, an unknown format, a chat
+    template that cannot carry tool calls, an output path that cannot be written)."""
+
+    kind = "traces"
+
+
+class EvalError(TunepackError):
+    """An evaluation could not run or its results cannot be shown (sandbox, tasks, contamination)."""
+
+    kind = "eval"
+
+
 class MissingExtraError(TunepackError):
     """A heavy optional dependency is not installed."""
 

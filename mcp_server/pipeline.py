@@ -26,6 +26,7 @@ from .jobs import JobBackend, JobInfo, JobSpec, failure_error, get_backend, pars
 from .train.maskcheck import MaskCheckError, detect_format, rows_without_assistant
 from .train.render import config_hash, run_name_for, write_script
 from .train.tiny_model import fingerprint as tiny_fingerprint
+from .traces.spine import training_config
 
 TINY_VOCAB = 2048
 
@@ -48,6 +49,7 @@ class RunResult(BaseModel):
     used_4bit: bool
     mask_check: dict
     wall_time_s: float
+    eval: dict | None = None  # the eval summary (table, scores) when the config has eval.tasks
 
 
 class StartedRun(BaseModel):
@@ -87,6 +89,7 @@ def read_local_rows(path: str) -> list[dict]:
 
 def precheck_data(cfg: TrainConfig) -> int:
     """Fail before any job starts on empty data or rows with no assistant turn. Returns the row count."""
+    cfg = training_config(cfg)  # raw agent sessions (data.format: traces) are checked as the rows they become
     if not cfg.data.path:
         return 0  # Hub data: the script checks it where it is loaded
     rows = [row for path in cfg.data.path for row in read_local_rows(path)]
@@ -139,6 +142,7 @@ def ensure_tiny_model(cfg: TrainConfig) -> str:
 
 def data_size(cfg: TrainConfig) -> tuple[int, float]:
     """Rows and a rough mean tokens per row (bytes / 4) of local data, for time estimates."""
+    cfg = training_config(cfg)
     rows = precheck_data(cfg)
     size = sum(Path(p).stat().st_size for p in cfg.data.path)
     return rows, (size / rows / 4 if rows else 512.0)
@@ -158,9 +162,10 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | No
     """Validate, pre-check the data, render, and submit the pipeline job; return at once."""
     cfg = load_config(config) if not isinstance(config, TrainConfig) else config
     backend = backend or get_backend("local")
-    rows, avg_tokens = data_size(cfg)
     run_name = run_name_for(cfg)
     run_dir = home_dir("runs", run_name)
+    cfg = training_config(cfg, run_dir / "data")  # data.format traces: sessions → chat rows in the run folder
+    rows, avg_tokens = data_size(cfg)
     labels = {"project": cfg.tracking.project, "run": run_name, "config_hash": config_hash(cfg), "stage": "train",
               **(extra_labels or {})}
     if backend.name != "local":
@@ -197,8 +202,10 @@ def result_of(info: JobInfo, log_text: str, run_dir: str | Path | None = None) -
         raise JobError(f"Job {info.id} completed without registering an adapter (no TUNEPACK_REGISTERED line).",
                        "read its log (jobs_logs) — it was probably not a pipeline job.")
     payload = registered[-1]
+    evaluated = parse_markers(log_text, "EVALUATED")
     wall = (info.ended_at or time.time()) - info.created_at
-    return RunResult(job_id=info.id, log_path=info.log_path, wall_time_s=round(wall, 1), **payload)
+    return RunResult(job_id=info.id, log_path=info.log_path, wall_time_s=round(wall, 1),
+                     eval=evaluated[-1] if evaluated else None, **payload)
 
 
 def run_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | None = None,

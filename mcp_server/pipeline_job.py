@@ -73,7 +73,26 @@ def main(run_dir: str) -> int:
     emit("REGISTERED", payload)
     print(f"[tunepack] registered {payload['registry_name']} v{payload['registry_version']} at {payload['adapter_path']}",
           flush=True)
+    cfg = TrainConfig.model_validate(run["config"])
+    if cfg.eval.tasks:
+        emit("EVALUATED", evaluate_after_training(run, cfg, payload))
     return 0
+
+
+def evaluate_after_training(run: dict, cfg: TrainConfig, registered: dict) -> dict:
+    """The config's eval on base and base + adapter; an eval failure is reported, the adapter stays."""
+    from .evals import job as eval_job
+
+    print(f"[tunepack] evaluating {registered['registry_name']} v{registered['registry_version']} on "
+          f"{', '.join(cfg.eval.tasks)}" + (f" (first {cfg.eval.limit} problems)" if cfg.eval.limit else ""), flush=True)
+    try:
+        entry = LocalRegistry().get(registered["registry_name"], registered["registry_version"])
+        eval_job.prepare(entry, cfg.eval, Path(run["output_dir"]).parent / "eval",
+                         tracking={"project": cfg.tracking.project, "run": f"{run['run_name']}-eval"})
+        return eval_job.evaluate(Path(run["output_dir"]).parent / "eval")
+    except TunepackError as exc:
+        print(f"[tunepack] evaluation failed: {exc}", flush=True)
+        return {"error": exc.to_dict()}
 
 
 if __name__ == "__main__":

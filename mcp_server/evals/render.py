@@ -53,6 +53,7 @@ def build_spec(ev: EvalSection, models: list[dict], train_data: list[str]) -> di
         "max_tokens": ev.max_tokens, "sandbox": ev.sandbox, "timeout_s": ev.timeout_s, "memory_mb": ev.memory_mb,
         "mbpp_source": ev.mbpp_source, "backend": ev.backend, "models": models, "train_data": list(train_data),
         "allow_contaminated": ev.allow_contaminated, "ngram": ev.ngram, "min_overlap": ev.min_overlap,
+        "ids": list(ev.ids),
     }
 
 

@@ -55,6 +55,8 @@ def results_markdown(results: dict) -> str:
     ]
     if results.get("limit"):
         notes.append(f"limited to the first {results['limit']} problems of each task (a smoke run, not a full score)")
+    if results.get("ids"):
+        notes.append(f"only the problems {', '.join(results['ids'][:10])}" + (" …" if len(results["ids"]) > 10 else ""))
     render = results.get("render") or {}
     if render.get("script_sha256"):
         notes.append(f"eval script sha256 `{render['script_sha256'][:16]}…`")
@@ -79,7 +81,7 @@ def model_index(results: dict) -> list[EvalResult]:
         out.append(EvalResult(
             task_type="text-generation", dataset_type=dtype, dataset_name=dname, dataset_split="test",
             metric_type="pass@1", metric_value=round(float(value), 4),
-            metric_name=f"pass@1 (n={row['n']}{', limited' if results.get('limit') else ''})",
+            metric_name=f"pass@1 (n={row['n']}{', limited' if results.get('limit') or results.get('ids') else ''})",
         ))
     return out
 

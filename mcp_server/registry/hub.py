@@ -52,6 +52,8 @@ def hub_card(body_markdown: str, manifest: dict, name: str, eval_results: list[d
     dataset = (config.get("data") or {}).get("hub_id")
     results = [EvalResult(task_type="text-generation", dataset_type=r["dataset_type"], dataset_name=r["dataset_name"],
                           metric_type=r["metric_type"], metric_value=r["metric_value"]) for r in eval_results or []]
+    if not results and body_markdown.startswith("---\n"):  # keep the model-index the eval step wrote locally
+        results = ModelCard(body_markdown).data.eval_results or []
     data = ModelCardData(base_model=base if HUB_ID.match(base) else None, datasets=[dataset] if dataset else None,
                          library_name="peft", tags=HUB_TAGS, model_name=name, eval_results=results or None)
     body = re.sub(r"^---\n.*?\n---\n", "", body_markdown, count=1, flags=re.S)

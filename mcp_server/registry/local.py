@@ -150,7 +150,7 @@ class LocalRegistry:
         """Keep a version's latest eval results (with the eval code's hashes) as ``eval_results.json``;
         earlier ones move to ``eval_history.jsonl``. Returns the path."""
         path = Path(entry.path) / "eval_results.json"
-        with FileLock(str(path) + ".lock", timeout=60):
+        with FileLock(str(Path(entry.path).parent / ".lock"), timeout=60):
             if path.is_file():
                 with (Path(entry.path) / "eval_history.jsonl").open("a", encoding="utf-8") as fh:
                     fh.write(json.dumps(json.loads(path.read_text(encoding="utf-8"))) + "\n")

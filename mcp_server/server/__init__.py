@@ -11,7 +11,8 @@ from .. import __version__
 
 INSTRUCTIONS = """tunepack post-trains small language models (QLoRA SFT with TRL + PEFT).
 Order of work: skills_list/skills_read (how-to) → data_inspect → pipeline_validate → pipeline_preflight
-(wait for its job) → pipeline_run → jobs_wait → tracking_summary / tracking_plot → registry_list.
+(wait for its job) → pipeline_run → jobs_wait → tracking_summary / tracking_plot → registry_list →
+eval_start → jobs_wait → eval_results → registry_publish (with the human's yes).
 Every tool returns within 20 s; long work runs as a job you follow with jobs_wait (≤ 50 s per call).
 Paid flavors and publishing need a human yes: elicitation, or a quote with an approval_token to pass back
 after the human agrees. When a step fails for a reason no skill warned about, call skills_add_pitfall."""
@@ -24,6 +25,11 @@ def build_server() -> MCPServer:
     pipeline_tools.register(server)
     other_tools.register(server)
     viewer_tools.register(server)
+    from . import eval_tools  # code benchmarks in the sandbox
+
+    eval_tools.register(server)
+    from . import traces_tools  # agent sessions → SFT rows
+    traces_tools.register(server)
     return server
 
 

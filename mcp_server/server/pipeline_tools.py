@@ -103,6 +103,10 @@ def _settle(backend, view: JobView) -> JobView:
         from ..pipeline_remote import finish_remote
 
         view.outcome = {**(view.outcome or {}), "registered": finish_remote(backend, view.job.id)}
+    if backend.name != "local" and view.job.stage == "COMPLETED" and view.job.labels.get("stage") == "eval":
+        from ..evals.service import eval_results
+
+        view.outcome = {**(view.outcome or {}), "evaluated": eval_results(job_id=view.job.id, backend=backend)}
     return view
 
 
@@ -123,7 +127,9 @@ def register(server) -> None:
                         ) -> RenderResult:
         """Render the self-contained PEP 723 QLoRA SFT script for a config (runs with python, uv run, or as
         an HF Jobs uv script)."""
-        cfg = load_config(config_path)
+        from ..traces.spine import training_config
+
+        cfg = training_config(load_config(config_path))  # data.format traces: the script reads converted rows
         model_path = str(tiny_model_path(cfg)) if cfg.model.is_tiny else None
         run_name = run_name_for(cfg)
         out = write_script(cfg, output_path, model_path=model_path, run_name=run_name)

@@ -23,7 +23,8 @@ import re
 GENERATION_MARKER = re.compile(r"\{%-?\s*generation\s*-?%\}")
 # TRL training templates that render assistant tool calls and tool results.
 TOOL_KEEPING_TEMPLATES = ("qwen3", "qwen2_5", "gptoss", "deepseekv3")
-END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|return|>", "<｜end▁of▁sentence｜>")
+END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|return|>", "<|call|>",
+                      "<｜end▁of▁sentence｜>")
 PROBE_TOOL, PROBE_KEY, PROBE_RESULT = "tp_probe_lookup", "tp_probe_query", "tp_probe_result_text"
 
 
@@ -265,6 +266,11 @@ def check_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0,
         where = f"turn {index} ({role})"
         if content:
             pos = text.find(content, cursor)
+            if role == "tool":  # templates that render tool results with |tojson (gpt-oss): the nearer form
+                escaped = json.dumps(content, ensure_ascii=False)[1:-1]
+                at = text.find(escaped, cursor) if escaped != content else -1
+                if at >= 0 and (pos < 0 or at < pos):
+                    pos, content = at, escaped
             if pos < 0:
                 problems.append(f"{where}: its text is missing from the rendered conversation")
             else:

@@ -45,7 +45,8 @@ class Problem:
         return asdict(self)
 
 
-def load_problems(task: str, mbpp_source: str | None = None, limit: int | None = None) -> list[Problem]:
+def load_problems(task: str, mbpp_source: str | None = None, limit: int | None = None,
+                  ids: list[str] | None = None) -> list[Problem]:
     if task == "humaneval":
         problems = _humaneval()
     elif task == "mbpp":
@@ -57,6 +58,9 @@ def load_problems(task: str, mbpp_source: str | None = None, limit: int | None =
             f"Unknown eval task '{task}'.",
             "use 'humaneval', 'mbpp', or a path to a .jsonl file of your own problems (" + JSONL_FIELDS + ")",
         )
+    if ids:
+        wanted = set(ids)
+        problems = [p for p in problems if p.id in wanted]
     return problems[:limit] if limit else problems
 
 

@@ -24,6 +24,7 @@ from .tasks import DOCKER, code_task
 SPEC_KEYS = (
     "tasks", "limit", "samples", "temperature", "max_tokens", "sandbox", "timeout_s", "memory_mb",
     "mbpp_source", "models", "train_data", "allow_contaminated", "ngram", "min_overlap", "log_dir", "backend",
+    "ids",
 )
 
 
@@ -39,6 +40,11 @@ def _cuda() -> bool:
 def resolve_model(model: dict, backend: str, temperature: float) -> tuple[str, dict]:
     """(inspect model name, model_args) for {"label", "base", "adapter"}."""
     base, adapter = model["base"], model.get("adapter")
+    for path in (base, adapter):
+        if path and path.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(path)):
+            raise KitError(f"The model folder '{path}' ({model['label']}) does not exist.",
+                           "check the registry version (registry_list) or the base model path; a Hub id is "
+                           "written namespace/name.")
     use_vllm = backend == "vllm" or (backend == "auto" and _cuda() and _has("vllm"))
     if backend == "vllm" and not _has("vllm"):
         raise KitError("eval.backend is 'vllm' but vLLM is not installed.", "use backend auto/hf, or pip install vllm on a GPU machine.")
@@ -85,8 +91,12 @@ def run_eval(spec: dict, progress=print) -> dict:
     limits = Limits(timeout_s=float(spec.get("timeout_s", 10)), memory_mb=int(spec.get("memory_mb", 512)))
     samples, temperature = int(spec.get("samples", 1)), float(spec.get("temperature", 0.0))
     problems = {
-        task_name(t): load_problems(t, spec.get("mbpp_source"), spec.get("limit")) for t in spec["tasks"]
+        task_name(t): load_problems(t, spec.get("mbpp_source"), spec.get("limit"), spec.get("ids")) for t in spec["tasks"]
     }
+    empty = [name for name, probs in problems.items() if not probs]
+    if empty:
+        raise KitError(f"No problems selected for {', '.join(empty)} (ids {spec.get('ids')}).",
+                       "check eval.ids against the task's problem ids (HumanEval/0, mbpp/11, your jsonl ids).")
     contamination = {}
     if spec.get("train_data"):
         for name, probs in problems.items():
@@ -115,8 +125,14 @@ def run_eval(spec: dict, progress=print) -> dict:
                 continue
             name_, args = resolve_model(model, spec.get("backend", "auto"), temperature)
             progress(f"[tunepack] evaluating {label} ({name_}) on {', '.join(t.name for t in run_tasks)}")
-            logs = inspect_eval(run_tasks, model=name_, model_args=args, log_dir=spec.get("log_dir"),
-                                display="none", score=True, fail_on_error=False)
+            try:
+                logs = inspect_eval(run_tasks, model=name_, model_args=args, log_dir=spec.get("log_dir"),
+                                    display="none", score=True, fail_on_error=False)
+            except Exception as exc:  # noqa: BLE001 - model loading errors surface here, before any sample
+                raise KitError(
+                    f"Inspect could not load or run the {label} model {name_} ({type(exc).__name__}: {str(exc)[:300]}).",
+                    "check that the model/adapter exists and fits this machine (device, memory); for vLLM use a GPU.",
+                ) from exc
             for log in logs:
                 res = _task_results(log)
                 row = rows[log.eval.task]
@@ -127,5 +143,5 @@ def run_eval(spec: dict, progress=print) -> dict:
     return {
         "tasks": list(rows.values()), "sandbox": mode, "isolated": mode == "namespaces" or mode == DOCKER,
         "token_counting": counting, "allow_contaminated": allow, "models": spec["models"],
-        "limit": spec.get("limit"), "temperature": temperature, "duration_s": round(time.monotonic() - started, 2),
+        "limit": spec.get("limit"), "ids": spec.get("ids") or [], "temperature": temperature, "duration_s": round(time.monotonic() - started, 2),
     }

@@ -61,12 +61,15 @@ class ExecResult:
 
 class _Worker:
     def __init__(self, mode: str):
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(CHILD), mode],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env={"PATH": CHILD_PATH}, cwd="/", close_fds=True, text=True, bufsize=1,
-        )
-        ready = json.loads(self.proc.stdout.readline() or '{"ready": false, "error": "the sandbox process exited"}')
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(CHILD), mode],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={"PATH": CHILD_PATH}, cwd="/", close_fds=True, text=True, bufsize=1,
+            )
+            ready = json.loads(self.proc.stdout.readline() or '{"ready": false, "error": "the sandbox process exited"}')
+        except OSError as exc:
+            self.proc, ready = None, {"ready": False, "error": repr(exc)}
         if not ready.get("ready"):
             self.close()
             raise KitError(
@@ -85,6 +88,8 @@ class _Worker:
         return json.loads(line)
 
     def close(self) -> None:
+        if self.proc is None:
+            return
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()

@@ -268,6 +268,8 @@ def run_one(req: dict, mode: str, base: dict | None, root: str) -> dict:
                 _isolated_child(req, cg, root, out_w)
             else:
                 _host_child(req, out_w)
+        except BaseException as exc:  # noqa: BLE001 - report why isolation failed; never run the program
+            os.write(out_w, f"TUNEPACK_SANDBOX_SETUP_FAILED {exc!r}\n".encode())
         finally:
             os._exit(122)
     os.close(out_w)
@@ -321,7 +323,7 @@ def run_one(req: dict, mode: str, base: dict | None, root: str) -> dict:
     output = b"".join(chunks).decode("utf-8", "replace")
     if timed_out:
         result = "timeout"
-    elif code == 121:
+    elif code in (121, 122):  # 121: B could not isolate itself; 122: A could not (unshare, cgroups)
         result = "sandbox_error"
     elif facts.get("oom") or code in (-9, 137):
         result = "oom" if facts.get("oom") else "killed"
@@ -349,6 +351,9 @@ def main() -> int:
                 base[ctl] = path
             root = os.path.join(scratch, "root")
             os.mkdir(root)
+        check = run_one({"code": "print('ok')", "timeout_s": 10, "memory_mb": 128, "max_pids": 8}, mode, base, root)
+        if check["status"] != "passed":  # refuse at start, not on the first real program
+            raise OSError(f"self-test failed ({check['status']}): {check['output'].strip()[-300:]}")
         sys.stdout.write(json.dumps({"ready": True, "mode": mode}) + "\n")
         sys.stdout.flush()
         for line in sys.stdin:

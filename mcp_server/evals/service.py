@@ -1,0 +1,98 @@
+"""Start evaluations as jobs and read their results — what the MCP tools and the CLI call.
+
+    started = start_eval("tiny-qwen3-agent-sft", ev=EvalSection(tasks=["humaneval"], limit=5))
+    summary = eval_results(job_id=started.job.id)      # or eval_results(name=..., version=...)
+
+Local backend: the job runs ``python -m mcp_server.evals.job RUN_DIR`` (render → Inspect → sandbox
+→ results recorded with the registry version + model card). HF Jobs: the rendered script itself is
+the job (the adapter must be on the Hub: publish it first); ``eval_results(job_id=...)`` then reads
+the results from the job log and records them locally.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..config.schema import EvalSection
+from ..errors import EvalError
+from ..home import home_dir, trackio_dir
+from ..jobs import JobBackend, JobInfo, JobSpec, failure_error, get_backend, parse_markers
+from ..registry import LocalRegistry
+from . import job as eval_job
+
+
+class StartedEval(BaseModel):
+    eval_id: str
+    run_dir: str
+    script_path: str
+    registry_name: str
+    registry_version: int
+    job: JobInfo
+    next_step: str
+
+
+def start_eval(name: str, version: int | None = None, *, ev: EvalSection, backend: JobBackend | None = None,
+               flavor: str | None = None, timeout_s: int | None = None, project: str = "tunepack-evals") -> StartedEval:
+    backend = backend or get_backend("local")
+    entry = LocalRegistry().get(name, version)
+    eval_id = f"{entry.name}-v{entry.version}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = home_dir("evals", eval_id)
+    tracking = {"project": project, "run": eval_id}
+    remote = backend.name != "local"
+    if remote and not entry.hub_repo:
+        raise EvalError(f"{entry.name} v{entry.version} is only in the local registry; a remote job cannot read it.",
+                        "publish it first (registry_publish), or evaluate with the local backend.")
+    script = eval_job.prepare(entry, ev, run_dir, tracking=tracking, remote=remote)
+    labels = {"stage": "eval", "registry_name": entry.name, "registry_version": str(entry.version), "eval_id": eval_id}
+    if remote:
+        spec = JobSpec(script=str(script), args=["--output-dir", "/tmp/eval-output"], name=eval_id, labels=labels,
+                       flavor=flavor, timeout_s=timeout_s, secrets=["HF_TOKEN"])
+    else:
+        spec = JobSpec(module="mcp_server.evals.job", args=[str(run_dir)], name=eval_id, labels=labels,
+                       timeout_s=timeout_s, env={"TRACKIO_DIR": str(trackio_dir())})
+    info = backend.submit(spec)
+    return StartedEval(eval_id=eval_id, run_dir=str(run_dir), script_path=str(script), registry_name=entry.name,
+                       registry_version=entry.version, job=info,
+                       next_step=f"follow it with jobs_wait('{info.id}'), then eval_results(job_id='{info.id}')")
+
+
+def eval_results(*, job_id: str | None = None, name: str | None = None, version: int | None = None,
+                 backend: JobBackend | None = None) -> dict:
+    """The summary of a finished eval job, or the latest results recorded with a registry version."""
+    if job_id:
+        backend = backend or get_backend("hf" if not job_id.startswith("local-") else "local")
+        info = backend.status(job_id)
+        log = backend.logs(job_id)
+        if not info.done:
+            raise EvalError(f"Eval job {job_id} is still {info.stage}.", f"wait for it: jobs_wait('{job_id}').")
+        if info.stage != "COMPLETED":
+            raise failure_error(info, log)
+        done = parse_markers(log, "EVALUATED")
+        if done:
+            return done[-1]
+        raw = parse_markers(log, "EVAL")
+        if not raw:
+            raise EvalError(f"Job {job_id} finished without eval results (no TUNEPACK_EVAL line).",
+                            "read its log with jobs_logs; it was probably not an eval job.")
+        run = _run_for(info)
+        return eval_job.record(run, raw[-1]) if run else eval_job.summarize(raw[-1])
+    if not name:
+        raise EvalError("Give a job_id, or the registry name (and version) of an evaluated adapter.",
+                        "call registry_list to see adapter names.")
+    registry = LocalRegistry()
+    entry = registry.get(name, version)
+    results = registry.eval_results(entry)
+    if results is None:
+        raise EvalError(f"{entry.name} v{entry.version} has no eval results yet.",
+                        f"start one with eval_start(name='{entry.name}', version={entry.version}).")
+    return eval_job.summarize(results, entry, str(Path(entry.path) / "eval_results.json"))
+
+
+def _run_for(info: JobInfo) -> dict | None:
+    eval_id = info.labels.get("eval_id")
+    path = home_dir("evals", eval_id) / "eval_run.json" if eval_id else None
+    return json.loads(path.read_text()) if path and path.is_file() else None
