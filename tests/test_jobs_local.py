@@ -136,7 +136,7 @@ def test_a_killed_runner_is_reported_not_running_forever(tmp_path):
     backend = LocalBackend(root=tmp_path / "jobs")
     job = backend.submit(JobSpec(script=script(tmp_path, "slow.py", "import time\ntime.sleep(30)\n")))
     deadline = time.time() + 30
-    while backend.status(job.id).stage != "RUNNING" and time.time() < deadline:
+    while not backend.store.get(job.id)["child_pid"] and time.time() < deadline:  # RUNNING is set just before
         time.sleep(0.1)
     row = backend.store.get(job.id)
     os.killpg(row["child_pid"], signal.SIGKILL)
