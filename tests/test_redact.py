@@ -3,7 +3,7 @@
 import json
 from collections import Counter
 
-from mcp_server.traces.redact import redact_text
+from mcp_server.redact import redact_text
 from traces_support import rows_of
 
 SECRETS = {

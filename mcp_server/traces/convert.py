@@ -21,7 +21,7 @@ from .normalize import Normalized, normalize
 from .openai_chat import read_openai
 from .opencode import read_opencode
 from .pi import read_pi
-from .redact import redact_messages
+from ..redact import redact_messages
 from .rows import TokenCounter, build_rows
 from .schemas import ToolCatalog
 from .stats import ConvertReport, FileReport, total
