@@ -21,7 +21,7 @@ from ..registry.hub import HubPush, publish
 from ..errors import DataError, RegistryError
 from ..jobs import get_backend
 from ..registry import AdapterVersion, LocalRegistry, read_manifest, render_card
-from ..skills import SkillInfo, add_pitfall, list_skills, read_skill
+from ..skills import PitfallResult, SkillInfo, add_pitfall, list_skills, read_skill
 from ..tracking import CompareRow, RunReport, TrackioStore, compare_runs, run_report
 from ..tracking import writer
 from ..tracking.plot import curves_png
@@ -208,12 +208,17 @@ def register(server) -> None:
 
     @server.tool()
     @guarded
-    def skills_add_pitfall(skill: Annotated[str, Field(description="Skill the pitfall belongs to.")],
-                           title: Annotated[str, Field(description="Short name of the pitfall.")],
-                           text: Annotated[str, Field(description="What went wrong, the symptom, and the fix.")]
-                           ) -> Done:
-        """Record a pitfall no skill warned about, so the next run does not repeat it."""
-        return Done(detail=f"added to {skill}: {add_pitfall(skill, title, text)}")
+    def skills_add_pitfall(skill: Annotated[str, Field(description="Skill the pitfall belongs to (skills_list).")],
+                           symptom: Annotated[str, Field(description="What you saw, one line (8-200 chars).")],
+                           cause: Annotated[str, Field(description="Why it happened (8-1000 chars).")],
+                           fix: Annotated[str, Field(description="What to do instead (8-1000 chars).")],
+                           evidence: Annotated[str, Field(description="A job id, log line or error message.")] = "",
+                           source: Annotated[str, Field(description="Who found it (agent/harness name, run).")]
+                           = "agent") -> PitfallResult:
+        """Record a pitfall no skill warned about, so the next run does not repeat it. A near-duplicate returns
+        the existing entry's id instead of adding a second. Secrets are redacted; the skill's patch version is
+        bumped; the result says which files were written."""
+        return add_pitfall(skill, symptom=symptom, cause=cause, fix=fix, evidence=evidence, source=source)
 
     # --- data -------------------------------------------------------------------------------
 

@@ -2,19 +2,16 @@
 
 Skills are Agent Skills folders (``SKILL.md`` with YAML frontmatter). They are read from
 ``TUNEPACK_SKILLS_DIR`` when set (an installed plugin writes its pitfalls there), else from the
-``skills/`` folder shipped with tunepack. Recording a pitfall appends one dated bullet to the
-skill's ``## Pitfalls`` section under a file lock.
+``skills/`` folder of this clone (or of the installed package). Pitfalls: see ``pitfalls.py``.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import yaml
-from filelock import FileLock
 from pydantic import BaseModel
 
 from ..errors import TunepackError
@@ -48,7 +45,7 @@ def _frontmatter(text: str) -> tuple[dict, str]:
     return yaml.safe_load(match.group(1)) or {}, match.group(2)
 
 
-def _skill_dir(name: str) -> Path:
+def skill_dir(name: str) -> Path:
     if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", name or ""):
         raise SkillError(f"'{name}' is not a skill name.", "use a name from skills_list (lowercase, digits, '-').")
     folder = skills_root() / name
@@ -73,7 +70,7 @@ def list_skills() -> list[SkillInfo]:
 
 
 def read_skill(name: str, file: str | None = None) -> str:
-    folder = _skill_dir(name)
+    folder = skill_dir(name)
     target = (folder / (file or "SKILL.md")).resolve()
     if folder.resolve() not in target.parents or not target.is_file():
         raise SkillError(f"'{file}' is not a file of skill '{name}'.", "use one of the files skills_list shows for it.")
@@ -81,30 +78,3 @@ def read_skill(name: str, file: str | None = None) -> str:
     if len(text) > MAX_READ:
         text = text[:MAX_READ] + f"\n… [cut at {MAX_READ} characters of {len(text)}; read the file {target} for the rest]"
     return text
-
-
-def add_pitfall(name: str, title: str, text: str, today: str | None = None) -> str:
-    """Append a pitfall bullet to the skill's Pitfalls section; return the line written."""
-    title, text = " ".join(title.split()), " ".join(text.split())
-    if not title or not text:
-        raise SkillError("A pitfall needs a short title and a text (what went wrong, the fix).",
-                         "pass both, e.g. title='eval_strategy without eval data hangs', text='… Fix: …'.")
-    folder = _skill_dir(name)
-    path = folder / "SKILL.md"
-    day = today or time.strftime("%Y-%m-%d")
-    line = f"- **{title}** ({day}): {text}"
-    with FileLock(str(path) + ".lock", timeout=30):
-        content = path.read_text(encoding="utf-8")
-        if line in content:
-            return line
-        if "\n## Pitfalls" not in content:
-            content = content.rstrip("\n") + "\n\n## Pitfalls\n"
-        head, _, tail = content.partition("\n## Pitfalls")
-        section, nxt, rest = tail.partition("\n## ")
-        section = section.rstrip("\n") + "\n" + line + "\n"
-        content = head + "\n## Pitfalls" + section + (("\n## " + rest) if nxt else "")
-        content = re.sub(r"(\n  updated: )[^\n]*", rf"\g<1>{day}", content, count=1)
-        tmp = path.with_suffix(".md.tmp")
-        tmp.write_text(content, encoding="utf-8")
-        os.replace(tmp, path)
-    return line

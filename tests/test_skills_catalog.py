@@ -1,0 +1,42 @@
+"""Skills are listed with their versions and read (SKILL.md or a file beside it), from the clone or
+from TUNEPACK_SKILLS_DIR."""
+
+import pytest
+
+from mcp_server.skills import SkillError, list_skills, read_skill, skills_root
+
+
+@pytest.fixture
+def skills(tmp_path, monkeypatch):
+    folder = tmp_path / "skills" / "sft"
+    (folder / "references").mkdir(parents=True)
+    (folder / "SKILL.md").write_text('---\nname: sft\ndescription: SFT things. Use when training.\nmetadata:\n'
+                                     '  version: "0.2.0"\n  updated: "2026-01-01"\n---\n\n# SFT\n')
+    (folder / "references" / "lr.md").write_text("learning rates")
+    monkeypatch.setenv("TUNEPACK_SKILLS_DIR", str(tmp_path / "skills"))
+    return folder
+
+
+def test_list_and_read(skills):
+    (info,) = list_skills()
+    assert (info.name, info.version, info.updated) == ("sft", "0.2.0", "2026-01-01")
+    assert info.files == ["SKILL.md", "references/lr.md"]
+    assert read_skill("sft", "references/lr.md") == "learning rates"
+    assert skills_root() == skills.parent.resolve()
+
+
+@pytest.mark.parametrize("call, needle", [
+    (lambda: read_skill("nope"), "no skill 'nope'"),
+    (lambda: read_skill("sft", "../../etc/passwd"), "is not a file of skill"),
+    (lambda: read_skill("Bad Name"), "is not a skill name"),
+])
+def test_errors(skills, call, needle):
+    with pytest.raises(SkillError, match=needle):
+        call()
+
+
+def test_shipped_skills_are_found_without_the_env(monkeypatch):
+    monkeypatch.delenv("TUNEPACK_SKILLS_DIR", raising=False)
+    names = {s.name for s in list_skills()}
+    assert {"tunepack-pipeline", "tunepack-sft", "tunepack-hf-jobs", "tunepack-trackio", "tunepack-viewer",
+            "tunepack-evaluation", "tunepack-traces"} <= names
