@@ -1,0 +1,68 @@
+"""OpenCode (the pinned `opencode-ai` CLI) loads the repository as committed: the config validates, the MCP
+server connects (also when started from a subdirectory), the roles, commands and skills are listed, and
+the spending tools ask. No login is needed for any of these."""
+
+import json
+
+import pytest
+
+from conftest import REPO
+from harness_support import cli, isolated_env, run, skill_names
+
+from mcp_server.harness import COMMANDS, ROLES, SPENDING
+
+
+@pytest.fixture(scope="module")
+def oc(tmp_path_factory):
+    binary = cli("opencode")
+    env = isolated_env(tmp_path_factory.mktemp("opencode-home"))
+    return lambda *args, cwd=REPO: run([binary, *args], env, cwd=cwd)
+
+
+def test_config_is_accepted_with_server_roles_commands_and_permissions(oc):
+    code, out = oc("debug", "config")
+    assert code == 0, out
+    config = json.loads(out[out.index("{"):])
+    assert config["mcp"]["tunepack"]["command"][:2] == ["sh", "-c"]
+    assert config["instructions"] == ["agents.md"]
+    assert {r.name for r in ROLES} <= set(config["agent"])
+    assert {c.name for c in COMMANDS} <= set(config["command"])  # from .opencode/command/*.md
+    assert "$ARGUMENTS" in config["command"]["tunepack-train"]["template"]
+    assert {f"tunepack_{t}" for t in SPENDING} <= {k for k, v in config["permission"].items() if v == "ask"}
+
+
+@pytest.mark.parametrize("where", [".", "mcp_server/server"])
+def test_mcp_server_connects_from_the_root_and_a_subdirectory(oc, where):
+    code, out = oc("mcp", "list", cwd=REPO / where)
+    assert code == 0, out
+    line = next((l for l in out.splitlines() if "tunepack" in l and ("✓" in l or "✗" in l)), "")
+    assert "✓ tunepack" in line and "connected" in line, out
+
+
+def test_roles_are_subagents_and_read_only_roles_cannot_spend(oc):
+    code, out = oc("agent", "list")
+    assert code == 0, out
+    for role in ROLES:
+        assert f"{role.name} (subagent)" in out, out
+    code, out = oc("debug", "agent", "researcher")
+    assert code == 0, out
+    rules = json.loads(out[out.index("{"):])["permission"]
+    last = {}
+    for rule in rules:  # OpenCode applies the last matching rule
+        last[rule["permission"]] = rule["action"]
+    assert last["tunepack_*"] == "deny" and last["tunepack_research_papers"] == "allow"
+    assert last["edit"] == "deny" and last["bash"] == "deny"
+    assert last["tunepack_pipeline_run"] == "ask"  # the global ask, overridden by the deny above (last match)
+    assert [r["permission"] for r in rules].index("tunepack_pipeline_run") < \
+        [r["permission"] for r in rules].index("tunepack_*")
+
+
+def test_skills_are_found_through_the_links(oc):
+    code, out = oc("debug", "skill")
+    assert code == 0, out
+    skills = json.loads(out[out.index("["):])
+    found = {s["name"]: s["location"] for s in skills}
+    assert skill_names() <= set(found), found
+    # OpenCode reads .agents/skills and .claude/skills, never skills/ itself: these came through the links
+    assert all(("/.agents/skills/" in found[n] or "/.claude/skills/" in found[n]) for n in skill_names())
+    assert "tunepack-experiments" in found
