@@ -10,6 +10,12 @@ Usage:
     tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
     tunepack tracking runs PROJECT | summary PROJECT RUN
     tunepack eval run NAME [--tasks humaneval mbpp] [--limit N] | results NAME | sandbox-check
+    tunepack viewer rows|search|filter|stats|size|traces DATASET [--source hf]
+    tunepack skills list | check        tunepack pitfall add SKILL --symptom … --cause … --fix …
+    tunepack ledger propose|claim|record|list|best|plateau|export -p PROJECT …
+    tunepack research models|datasets|papers QUERY | paper ARXIV_ID
+    tunepack harness check | sync
+    tunepack sweep plan|submit|status|select|report SPEC_OR_ID
     tunepack serve [--http]
     tunepack budget show|set PROJECT [USD]
     tunepack data inspect PATH | preview CONFIG --row N
@@ -297,8 +303,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tracking)
 
     from .evals.cli import add_parser as add_eval_parser
+    from .skills.cli import add_parsers as add_skill_parsers
+
+    from .viewer.cli import add_parser as add_viewer_parser
 
     add_eval_parser(sub)
+    add_skill_parsers(sub)
+    add_viewer_parser(sub)
+
+    from .harness.cli import add_parser as add_harness_parser
+    from .ledger.cli import add_parser as add_ledger_parser
+    from .research.cli import add_parser as add_research_parser
+
+    add_ledger_parser(sub)
+    add_research_parser(sub)
+    add_harness_parser(sub)
+    from .sweeps.cli import add_parser as add_sweep_parser  # tunepack sweep plan|submit|status|select|report
+    add_sweep_parser(sub)
 
     p = sub.add_parser("serve", help="start the MCP server (stdio; --http for streamable HTTP on 127.0.0.1)")
     p.add_argument("--http", action="store_true")
@@ -349,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tunepack: interrupted (the job was cancelled)", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0
     return 0
 
 

@@ -29,6 +29,9 @@ EXPECTED_TOOLS = {
 EXPECTED_TOOLS |= {"registry_publish"}
 EXPECTED_TOOLS |= {"traces_convert"}
 EXPECTED_TOOLS |= {"eval_start", "eval_results"}
+EXPECTED_TOOLS |= {"ledger_propose", "ledger_claim", "ledger_record", "ledger_list", "ledger_report"}
+EXPECTED_TOOLS |= {"research_models", "research_datasets", "research_papers", "research_paper"}
+EXPECTED_TOOLS |= {"sweep_plan", "sweep_submit", "sweep_status", "sweep_select", "sweep_report", "sweep_cancel"}
 PNG_MAGIC = b"\x89PNG"
 
 
@@ -173,17 +176,22 @@ def test_skills_and_data_tools(tmp_path, monkeypatch):
     skills = tmp_path / "skills"
     (skills / "demo-skill").mkdir(parents=True)
     (skills / "demo-skill" / "SKILL.md").write_text(
-        "---\nname: demo-skill\ndescription: A skill for tests.\nmetadata:\n  version: 1.2.0\n  updated: 2026-01-01\n"
+        "---\nname: demo-skill\ndescription: A skill for tests.\nmetadata:\n  version: \"1.2.0\"\n  updated: \"2026-01-01\"\n"
         "---\n\n# Demo\n\nBody.\n")
     monkeypatch.setenv("TUNEPACK_SKILLS_DIR", str(skills))
 
     async def flow(client):
         listed = ok(await client.call_tool("skills_list", {}))["result"]
         assert [(s["name"], s["version"]) for s in listed] == [("demo-skill", "1.2.0")]
-        ok(await client.call_tool("skills_add_pitfall", {"skill": "demo-skill", "title": "x breaks y",
-                                                         "text": "Symptom z. Fix: do w."}))
+        added = ok(await client.call_tool("skills_add_pitfall", {
+            "skill": "demo-skill", "symptom": "x breaks y on every run", "cause": "z happens first",
+            "fix": "do w before x", "evidence": "job local-1"}))
+        assert added["added"] and added["id"] == "P-001" and added["version"] == "1.2.1"
+        assert added["pitfalls_path"] == str(skills / "demo-skill" / "references" / "pitfalls.md")
         body = ok(await client.call_tool("skills_read", {"name": "demo-skill"}))["result"]
-        assert "## Pitfalls" in body and "**x breaks y**" in body and "Fix: do w." in body
+        assert "## Pitfalls" in body and "[P-001](references/pitfalls.md) x breaks y on every run" in body
+        entry = ok(await client.call_tool("skills_read", {"name": "demo-skill", "file": "references/pitfalls.md"}))
+        assert "- **Fix:** do w before x" in entry["result"]
         report = ok(await client.call_tool("data_inspect", {"path": str(REPO / "examples/data/agent_traces.jsonl")}))
         assert report["num_rows"] == 48 and report["format"] == "messages"
         assert report["conversations"]["tool_calls"]["read_file"] == 21 and report["notes"] == []
@@ -249,7 +257,8 @@ ERROR_CALLS = [
     ("registry_list", {"name": "no-such-adapter"}, "no adapter named"),
     ("skills_read", {"name": "no-such-skill"}, "no skill 'no-such-skill'"),
     ("skills_read", {"name": "tunepack-pipeline", "file": "../../pyproject.toml"}, "is not a file of skill"),
-    ("skills_add_pitfall", {"skill": "tunepack-pipeline", "title": " ", "text": "x"}, "needs a short title"),
+    ("skills_add_pitfall", {"skill": "tunepack-pipeline", "symptom": "short", "cause": "a long enough cause",
+                            "fix": "a long enough fix"}, "symptom is 5 characters"),
     ("data_inspect", {"path": "/no/such.jsonl"}, "does not exist"),
 ]
 

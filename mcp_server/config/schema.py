@@ -226,6 +226,25 @@ class JobSection(Section):
     timeout_s: int | None = Field(None, ge=1, description="Kill the job after this many seconds.")
 
 
+class DistributedSection(Section):
+    """Several training processes, one per GPU (the script launches itself; rank 0 alone logs and writes)."""
+
+    processes: int = Field(1, ge=1, le=64, description="Training processes (one per GPU); 1 = a single process. "
+                           "On HF Jobs the flavor needs this many GPUs (e.g. l4x4, a100x4).")
+    strategy: Literal["ddp", "fsdp", "fsdp1", "zero1", "zero2", "zero3"] = Field(
+        "ddp", description="ddp = data parallel (torchrun; on CPU with gloo); fsdp (FSDP2) / fsdp1 / zero1-3 "
+        "(DeepSpeed ZeRO) = accelerate launch with TRL's accelerate config (CUDA only).")
+    launcher: Literal["auto", "torchrun", "accelerate"] = Field(
+        "auto", description="auto = torchrun for ddp, accelerate launch for fsdp/zero.")
+
+    @model_validator(mode="after")
+    def _launcher(self) -> "DistributedSection":
+        if self.launcher == "torchrun" and self.strategy != "ddp":
+            raise ValueError(f"distributed.launcher 'torchrun' runs ddp only; strategy '{self.strategy}' needs "
+                             "accelerate launch (launcher: auto or accelerate)")
+        return self
+
+
 class EvalSection(Section):
     """Code benchmarks run after training on the base model and on base + adapter (Inspect AI)."""
 
@@ -301,6 +320,7 @@ class TrainConfig(Section):
     tracking: TrackingSection = Field(default_factory=TrackingSection)
     output: OutputSection = Field(default_factory=OutputSection)
     job: JobSection = Field(default_factory=JobSection)
+    distributed: DistributedSection = Field(default_factory=DistributedSection)
     eval: EvalSection = Field(default_factory=EvalSection)
 
     @model_validator(mode="after")

@@ -4,7 +4,8 @@ State lives under ``<tunepack home>/jobs``: the SQLite job store (``jobs.db``) a
 job holding its copy of the script and ``output.log``. The runner (``local_runner``) records the
 stages itself, so jobs keep running, and their true end is recorded, while no tunepack process
 watches them (the MCP server can restart mid-training). At most ``max_concurrent`` jobs run at
-once (``TUNEPACK_LOCAL_MAX_JOBS``, default 2); the rest wait in SCHEDULING. A job that starts
+once (``TUNEPACK_LOCAL_MAX_JOBS``, default 2); the rest wait in SCHEDULING (a job labelled
+``slot: none`` — a sweep controller, which only watches other jobs — takes no slot). A job that starts
 beside others gets its share of the cores as torch threads (one each on two cores) unless its env
 sets ``OMP_NUM_THREADS``; a job alone gets them all.
 """

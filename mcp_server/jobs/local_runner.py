@@ -1,9 +1,10 @@
 """The process that babysits one local job (started detached by LocalBackend.submit).
 
 It waits for a free slot (the backend's concurrency limit), runs the job's command with
-stdout+stderr appended to the job log, enforces the timeout, forwards SIGTERM (cancel) to the
-script's whole process group, and records RUNNING, the exit code and the final stage in the job
-store itself — so a job's true end is known even when no tunepack process was watching.
+stdout+stderr appended to the job log (the command sees its job id as ``TUNEPACK_JOB_ID``), enforces
+the timeout, forwards SIGTERM (cancel) to the script's whole process group, and records RUNNING, the
+exit code and the final stage in the job store itself — so a job's true end is known even when no
+tunepack process was watching.
 
 Usage: python -m mcp_server.jobs.local_runner STORE_PATH JOB_ID MAX_CONCURRENT
 """
@@ -20,6 +21,12 @@ from pathlib import Path
 from filelock import FileLock
 
 from .store import JobStore
+
+SLOTLESS = ("slot", "none")  # label of jobs that only watch others (a sweep controller): they take no slot
+
+
+def slotless(job: dict) -> bool:
+    return job["labels"].get(SLOTLESS[0]) == SLOTLESS[1]
 
 
 def pid_alive(pid: int | None, job_id: str | None = None) -> bool:
@@ -65,14 +72,15 @@ def run(store_path: str, job_id: str, max_concurrent: int) -> int:
             store.update(job_id, stage="CANCELED", message="canceled before it started", ended_at=time.time())
             return 0
         with lock:
-            busy = [j for j in store.running() if j["id"] != job_id and pid_alive(j["runner_pid"], j["id"])]
-            if len(busy) < max_concurrent:
+            busy = [j for j in store.running() if j["id"] != job_id and not slotless(j)
+                    and pid_alive(j["runner_pid"], j["id"])]
+            if slotless(job) or len(busy) < max_concurrent:
                 store.update(job_id, stage="RUNNING", started_at=time.time(), message=None)
                 queued = sum(1 for j in store.all() if j["stage"] == "SCHEDULING" and j["id"] != job_id)
                 break
         time.sleep(0.5)
 
-    env = dict(os.environ, **job["env"], PYTHONUNBUFFERED="1")
+    env = dict(os.environ, **job["env"], PYTHONUNBUFFERED="1", TUNEPACK_JOB_ID=job_id)
     if "OMP_NUM_THREADS" not in job["env"]:  # split the cores between the jobs that run side by side
         sharing = min(max_concurrent, len(busy) + 1 + queued)
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // sharing))

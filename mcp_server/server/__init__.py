@@ -15,7 +15,10 @@ Order of work: skills_list/skills_read (how-to) → data_inspect → pipeline_va
 eval_start → jobs_wait → eval_results → registry_publish (with the human's yes).
 Every tool returns within 20 s; long work runs as a job you follow with jobs_wait (≤ 50 s per call).
 Paid flavors and publishing need a human yes: elicitation, or a quote with an approval_token to pass back
-after the human agrees. When a step fails for a reason no skill warned about, call skills_add_pitfall."""
+after the human agrees. When a step fails for a reason no skill warned about, call skills_add_pitfall.
+Research studies: research_* (Hub models, datasets, papers) and ledger_* (propose → claim → record; stop when
+plateau.should_stop); the prompts tunepack-train / -evaluate / -report / -contract / -research start each flow.
+Several runs of one config: sweep_plan → sweep_submit (canary first) → sweep_status → sweep_select → sweep_report."""
 
 
 def build_server() -> MCPServer:
@@ -30,6 +33,13 @@ def build_server() -> MCPServer:
     eval_tools.register(server)
     from . import traces_tools  # agent sessions → SFT rows
     traces_tools.register(server)
+    from . import ledger_tools, prompts, research_tools  # experiment ledger, Hub research, chat commands
+
+    ledger_tools.register(server)
+    research_tools.register(server)
+    prompts.register(server)
+    from . import sweep_tools  # sweeps: plan, submit (canary first), status, select, report, cancel
+    sweep_tools.register(server)
     return server
 
 

@@ -21,6 +21,7 @@ import yaml
 from .. import __version__
 from ..config import TrainConfig
 from ..resources import render_template
+from .distributed import extra_dependencies, launch_plan
 
 HERE = Path(__file__).resolve().parent
 TEMPLATE = "sft_train.py.j2"
@@ -66,10 +67,11 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git_commit": _git_commit(Path.cwd()),
         "push": push,
+        "launch": launch_plan(cfg),  # distributed.processes > 1: the script re-runs itself under the launcher
     }
     return render_template(
         TEMPLATE,
-        pins=pins(),
+        pins=pins() + extra_dependencies(cfg),
         tunepack_version=__version__,
         run_name=run_name,
         config_hash=info["config_hash"],

@@ -1,0 +1,254 @@
+"""Plan a sweep: every run's config diff, flavor, estimated time and cost, the total, and the runs the
+ledger refuses (a do-not-repeat entry, or an exact repeat of a recorded experiment).
+
+Nothing is submitted or written here except reading the ledger and the budget; ``submit`` takes a plan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..config import TrainConfig, parse_config, resolve_config
+from ..errors import ConfigError
+from ..jobs import estimate
+from ..ledger import Ledger, config_hash_of, direction_for
+from ..pipeline import data_size
+from ..pipeline_remote import check_timeout, expected_seconds, suggest_timeout_s
+from ..train.distributed import check_placement, launch_command
+from .spec import SweepError, SweepSpec, base_data, describe, expand, load_spec, run_config
+
+LOCAL_STARTUP_S = 30.0  # a local run: interpreter, torch and the model load
+TINY_TOKENS_PER_S = 4000.0  # the embedded tiny model on CPU
+
+
+class PlannedRun(BaseModel):
+    id: str = Field(description="Run id within the sweep (r01, r02, …).")
+    changes: dict[str, Any] = Field(description="The run's config diff against the base (dotted keys).")
+    config_hash: str = Field(description="Hash of the training config without run names (the ledger's; a job "
+                             "label).")
+    flavor: str
+    processes: int
+    timeout_s: int | None
+    expected_s: float = Field(description="Rough expected runtime.")
+    expected_usd: float | None
+    worst_case_usd: float = Field(description="price × timeout: what the budget is charged at submit.")
+    needs_approval: bool
+    canary: bool = False
+    refused: str | None = Field(None, description="Why the ledger refuses this run (it is not submitted).")
+    launch: str = Field(description="How the job's script starts its training processes.")
+
+
+class SweepPlan(BaseModel):
+    name: str
+    base: str
+    backend: str
+    flavor: str | None
+    project: str = Field(description="Trackio project of the runs.")
+    ledger: str = Field(description="Ledger project the runs are recorded in.")
+    metric: dict = Field(description="Selection metric: name, direction, reduce.")
+    max_concurrent: int
+    canary: dict | None = Field(description="The canary run and the clean steps it must log first.")
+    early_stop: dict
+    retries: int
+    runs: list[PlannedRun]
+    total_runs: int = Field(description="Runs that will be submitted (refused ones excluded).")
+    total_worst_case_usd: float
+    total_expected_usd: float | None
+    expected_wall_s: float = Field(description="Rough wall time of the whole sweep.")
+    needs_approval: bool
+    budget_cap_usd: float | None
+    daily_budget_left_usd: float | None
+    within_budget: bool
+    notes: list[str]
+
+
+def identity(cfg: TrainConfig) -> dict:
+    """What changes training: the config without run names, output places and job placement."""
+    data = cfg.model_dump(mode="json")
+    data["tracking"].pop("run_name", None)
+    data.pop("output", None)
+    data.pop("job", None)
+    return data
+
+
+def identity_hash(cfg: TrainConfig) -> str:
+    return config_hash_of(identity(cfg))
+
+
+def ledger_variable(changes: dict[str, Any]) -> tuple[str, Any]:
+    """(variable, value) for the ledger: the key itself when one key changes, else 'k1/k2' and a mapping."""
+    if len(changes) == 1:
+        (key, value), = changes.items()
+        return key, value
+    if not changes:
+        return "baseline", "base"
+    return "/".join(changes), json.dumps(changes, sort_keys=True, default=str)
+
+
+def _metric(spec: SweepSpec, base: TrainConfig) -> dict:
+    name = spec.metric.name
+    if name is None:
+        name = "eval_loss" if (base.data.eval_fraction or base.data.eval_split) else "loss"
+    if name.startswith("eval/") and name.count("/") >= 2:
+        task = name.split("/")[1]
+        known = [t if t in ("humaneval", "mbpp") else Path(t).stem for t in base.eval.tasks]
+        if task not in known:
+            raise SweepError(f"The metric '{name}' is an eval score, but the base config's eval.tasks "
+                             f"({', '.join(base.eval.tasks) or 'none'}) has no task '{task}'.",
+                             f"add eval: {{tasks: [{task}]}} to the base (set limit for a quick eval), or select "
+                             "on a logged metric such as eval_loss.")
+    if name == "eval_loss" and not (base.data.eval_fraction or base.data.eval_split):
+        raise SweepError("The metric 'eval_loss' needs eval data, and the base config has none.",
+                         "set data.eval_fraction (e.g. 0.1) in the base or in `set`, or select on 'loss'.")
+    return {"name": name, "direction": spec.metric.direction or direction_for(name), "reduce": spec.metric.reduce}
+
+
+def _weight(cfg: TrainConfig) -> tuple:
+    t = cfg.training
+    return (t.max_length * t.per_device_train_batch_size * cfg.distributed.processes, cfg.lora.r, t.max_steps)
+
+
+def _refusal(ledger: Ledger, experiments: list, digest: str, changes: dict[str, Any]) -> str | None:
+    for e in ledger.blocked(config_hash=digest):
+        return f"the ledger marks this exact config do-not-repeat (#{e.id}, {e.status}: {e.note or 'no note'})"
+    for key, value in changes.items():
+        for e in ledger.blocked(variable=key, value=value):
+            return f"{key}={value} is marked do-not-repeat in the ledger (#{e.id}, {e.status}: {e.note or 'no note'})"
+    for e in experiments:
+        if e.config_hash == digest and e.status != "crash":
+            return f"repeats experiment #{e.id} ({e.status}) of ledger project '{ledger.project}'"
+    return None
+
+
+def _wall(expected: list[float], canary: float | None, slots: int) -> float:
+    """Greedy schedule: the canary gates the others by about a tenth of its time (at least a minute)."""
+    start = min(canary, max(60.0, canary * 0.1)) if canary is not None else 0.0
+    free = [start] * slots
+    end = canary or 0.0
+    for seconds in sorted(expected, reverse=True):
+        free.sort()
+        free[0] += seconds
+        end = max(end, free[0])
+    return round(end, 1)
+
+
+def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
+               ) -> tuple[SweepPlan, dict[str, dict], SweepSpec]:
+    """The plan, each planned run's resolved config (by run id), and the spec."""
+    spec, folder = load_spec(source, base_dir)
+    raw_base, base_folder = base_data(spec, folder)
+    base = resolve_config(parse_config(run_config(raw_base, spec, {}), source="The sweep's base config"),
+                          base_dir=base_folder)
+    backend = spec.backend or base.job.backend
+    flavor = spec.flavor or base.job.flavor
+    if backend == "local" and flavor not in (None, "local", "cpu"):
+        raise SweepError(f"flavor '{flavor}' is a remote flavor, but the sweep runs on the local backend.",
+                         "set backend: hf for HF Jobs flavors, or drop flavor for local runs.")
+    metric = _metric(spec, base)
+    ledger_project = spec.ledger or base.tracking.project
+    ledger = Ledger(ledger_project)
+    experiments = ledger.list()
+    sizes: dict[str, tuple[int, float]] = {}
+    runs, configs, notes = [], {}, []
+    for n, changes in enumerate(expand(spec), start=1):
+        rid = f"r{n:02d}"
+        try:
+            cfg = resolve_config(parse_config(run_config(raw_base, spec, changes), source=f"Run {rid} ({describe(changes)})"),
+                                 base_dir=base_folder)
+        except ConfigError as exc:
+            raise SweepError(exc.problem, exc.fix or "fix the values this run sets.") from None
+        if backend == "hf" and cfg.model.is_tiny:
+            raise SweepError(f"model.name '{cfg.model.name}' is built on this machine and cannot run on HF Jobs.",
+                             "use a Hub model id for an hf sweep, or backend: local.")
+        check_placement(cfg, backend, flavor)
+        data_key = json.dumps(cfg.data.model_dump(mode="json"), sort_keys=True)
+        if data_key not in sizes:
+            sizes[data_key] = data_size(cfg)
+        rows, avg = sizes[data_key]
+        if backend == "hf":
+            expected = expected_seconds(cfg, rows, avg, flavor)
+            timeout = check_timeout(spec.timeout_s or cfg.job.timeout_s or suggest_timeout_s(cfg, rows, avg, flavor),
+                                    suggest_timeout_s(cfg, rows, avg, flavor), spec.force)
+        else:
+            expected = expected_seconds(cfg, rows, avg, "cpu") - 600
+            if cfg.model.is_tiny:
+                expected *= 150 / TINY_TOKENS_PER_S  # pipeline_remote's CPU rate is for a ~1B model
+            expected += LOCAL_STARTUP_S
+            timeout = spec.timeout_s or cfg.job.timeout_s
+        cost = estimate(backend, flavor, timeout, 1, expected)
+        digest = config_hash_of(identity(cfg))
+        runs.append(PlannedRun(
+            id=rid, changes=changes, config_hash=digest, flavor=cost.flavor, processes=cfg.distributed.processes,
+            timeout_s=timeout, expected_s=round(expected, 1), expected_usd=cost.expected_usd,
+            worst_case_usd=cost.worst_case_usd, needs_approval=cost.needs_approval,
+            refused=_refusal(ledger, experiments, digest, changes), launch=" ".join(launch_command(cfg))))
+        configs[rid] = cfg.model_dump(mode="json")
+    hashes = [r.config_hash for r in runs]
+    for r in runs:
+        if hashes.count(r.config_hash) > 1 and r.refused is None and hashes.index(r.config_hash) != runs.index(r):
+            r.refused = "the same training config as an earlier run of this sweep"
+    live = [r for r in runs if r.refused is None]
+    canary = None
+    if spec.canary.enabled and live:
+        if spec.canary.run:
+            chosen = next((r for r in live if r.id == spec.canary.run), None)
+            if chosen is None:
+                raise SweepError(f"canary.run '{spec.canary.run}' is not a planned (unrefused) run.",
+                                 f"use one of: {', '.join(r.id for r in live)}, or leave it empty.")
+        else:
+            chosen = max(live, key=lambda r: _weight(TrainConfig.model_validate(configs[r.id])))
+        chosen.canary = True
+        canary = {"run": chosen.id, "steps": spec.canary.steps}
+        max_steps = TrainConfig.model_validate(configs[chosen.id]).training.max_steps
+        if 0 < max_steps < spec.canary.steps:
+            notes.append(f"the canary trains only {max_steps} steps (< canary.steps={spec.canary.steps}): the others "
+                         "start when it completes")
+    slots = spec.max_concurrent
+    if backend == "local":
+        local_max = int(os.environ.get("TUNEPACK_LOCAL_MAX_JOBS", "2"))
+        if local_max < slots:
+            notes.append(f"local jobs run at most {local_max} at once (TUNEPACK_LOCAL_MAX_JOBS); the rest wait")
+            slots = local_max
+    total_worst = round(sum(r.worst_case_usd for r in live), 4)
+    expected_usd = [r.expected_usd for r in live if r.expected_usd is not None]
+    needs_approval = any(r.needs_approval for r in live)
+    daily_left = None
+    within = True
+    if total_worst > 0:
+        from ..approval import Budget
+
+        daily_left = Budget().status(base.tracking.project).remaining_usd
+        if total_worst > daily_left + 1e-9:
+            within = False
+            notes.append(f"the runs may cost up to ${total_worst:.2f}, more than the ${daily_left:.2f} left of project "
+                         f"'{base.tracking.project}''s daily budget")
+        if spec.retries:
+            notes.append(f"an infrastructure retry charges its run again (up to {spec.retries} per run)")
+    if spec.budget_usd is not None and total_worst > spec.budget_usd + 1e-9:
+        within = False
+        notes.append(f"the runs may cost up to ${total_worst:.2f}, over the sweep's budget_usd cap of "
+                     f"${spec.budget_usd:.2f}")
+    refused = [r for r in runs if r.refused]
+    if refused:
+        notes.append(f"{len(refused)} run(s) refused by the ledger and not submitted: "
+                     + ", ".join(r.id for r in refused))
+    canary_s = next((r.expected_s for r in live if r.canary), None)
+    wall = _wall([r.expected_s for r in live if not r.canary], canary_s, slots)
+    plan = SweepPlan(
+        name=spec.name, base=spec.base if isinstance(spec.base, str) else "(inline)", backend=backend,
+        flavor=flavor, project=base.tracking.project, ledger=ledger_project, metric=metric,
+        max_concurrent=spec.max_concurrent, canary=canary, early_stop=spec.early_stop.model_dump(),
+        retries=spec.retries, runs=runs, total_runs=len(live), total_worst_case_usd=total_worst,
+        total_expected_usd=round(sum(expected_usd), 4) if expected_usd else None, expected_wall_s=wall,
+        needs_approval=needs_approval, budget_cap_usd=spec.budget_usd, daily_budget_left_usd=daily_left,
+        within_budget=within, notes=notes)
+    return plan, configs, spec
+
+
+def plan_sweep(source: str | Path | dict, base_dir: str | Path | None = None) -> SweepPlan:
+    return build_plan(source, base_dir)[0]

@@ -1,0 +1,184 @@
+"""Submit, resume and cancel sweeps. Each returns at once: the work happens in the controller job.
+
+``submit_sweep`` plans the sweep, refuses it over its budget cap or the day's budget, asks for one
+human approval for the whole sweep when any run is paid (the same gate as every paid job: MCP
+elicitation, or a quote with a single-use approval token bound to the arguments and the total),
+proposes one ledger experiment per run, writes the sweep folder and starts the controller as a local
+job (``python -m mcp_server.sweeps.controller SWEEP_DIR``) that takes no local slot.
+"""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..approval import ApprovalError, Decision, decide
+from ..config import TrainConfig
+from ..home import trackio_dir
+from ..jobs import JobInfo, JobSpec, get_backend
+from ..ledger import Ledger, LedgerError
+from .plan import SweepPlan, build_plan, identity, ledger_variable
+from .spec import SweepError, describe, dump_spec
+from .state import (ACTIVE, FINAL, RunState, SweepState, new_sweep_id, read_state, sweep_dir, sweeps_root,
+                    updating, write_json, write_state)
+
+CONTROLLER_MODULE = "mcp_server.sweeps.controller"
+
+
+class SubmitResult(BaseModel):
+    status: Literal["submitted", "approval_required", "resumed"]
+    sweep_id: str | None = None
+    decision: Decision | None = None
+    plan: SweepPlan | None = Field(None, description="The plan that was approved (or needs approval).")
+    controller_job: JobInfo | None = None
+    next_step: str
+
+
+def _summary(plan: SweepPlan) -> str:
+    return (f"sweep '{plan.name}': {plan.total_runs} runs on {plan.backend}/{plan.flavor or 'default'}, at most "
+            f"{plan.max_concurrent} at once: up to ${plan.total_worst_case_usd:.2f} in total (worst case), "
+            f"about ${plan.total_expected_usd or 0:.2f} expected")
+
+
+def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = None, elicited: bool | None = None,
+                 approval_token: str | None = None, arguments: dict | None = None, tool: str = "sweep_submit",
+                 start: bool = True) -> SubmitResult:
+    """Plan, check the budget, get the human's yes for paid runs, record, and start the controller."""
+    plan, configs, spec = build_plan(source, base_dir)
+    if plan.total_runs == 0:
+        raise SweepError("Every run of this sweep is refused by the ledger: " + "; ".join(
+            f"{r.id}: {r.refused}" for r in plan.runs) + ".",
+            "change the grid (ledger_list shows what was tried and what is do-not-repeat).")
+    if not plan.within_budget:
+        raise ApprovalError(f"Budget refused: {'; '.join(n for n in plan.notes if 'cost up to' in n)}.",
+                            "shrink the sweep (fewer runs, shorter timeout_s, a cheaper flavor), raise budget_usd in "
+                            "the spec, or ask the human to raise the daily budget (`tunepack budget set PROJECT USD`).")
+    arguments = arguments if arguments is not None else {"spec": str(source) if not isinstance(source, dict) else source}
+    decision = decide(tool, arguments, cost_usd=plan.total_worst_case_usd, needs_approval=plan.needs_approval,
+                      summary=_summary(plan), elicited=elicited, approval_token=approval_token)
+    if decision.status == "approval_required":
+        return SubmitResult(status="approval_required", decision=decision, plan=plan, next_step=decision.message)
+    sweep_id = new_sweep_id(spec.name)
+    folder = sweeps_root() / sweep_id
+    while True:  # reserve the folder (two submissions may come in one second)
+        try:
+            folder.mkdir(parents=True)
+            break
+        except FileExistsError:
+            sweep_id = new_sweep_id(spec.name) + f"-{secrets.token_hex(2)}"
+            folder = sweeps_root() / sweep_id
+    ledger = Ledger(plan.ledger)
+    runs, live = [], [r for r in plan.runs if r.refused is None]
+    try:
+        for planned in live:
+            config = configs[planned.id]
+            config["tracking"]["run_name"] = f"{sweep_id}-{planned.id}"
+            variable, value = ledger_variable(planned.changes)
+            experiment = ledger.propose(
+                f"sweep {sweep_id} run {planned.id}: {describe(planned.changes)}", variable, value,
+                config=identity(TrainConfig.model_validate(config)), note=f"sweep {sweep_id}",
+                expected=f"{plan.metric['name']} ({plan.metric['direction']}) beats the other runs")
+            runs.append(RunState(id=planned.id, changes=planned.changes, run_name=config["tracking"]["run_name"],
+                                 config_hash=planned.config_hash, experiment_id=experiment.id, canary=planned.canary))
+    except LedgerError:  # someone recorded the same change meanwhile: nothing of this sweep stays proposed
+        for run in runs:
+            ledger.claim("sweep-submit", run.experiment_id)
+            ledger.record(run.experiment_id, "crash", note=f"sweep {sweep_id} not started: a run repeats the ledger")
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    write_json(folder / "plan.json", {"plan": plan.model_dump(mode="json"), "spec": {
+        **spec.model_dump(mode="json"), "source": str(source) if not isinstance(source, dict) else None},
+        "configs": {r.id: configs[r.id] for r in live}})
+    (folder / "spec.yaml").write_text(dump_spec(spec), encoding="utf-8")
+    now = time.time()
+    state = SweepState(
+        id=sweep_id, name=spec.name, created_at=now, updated_at=now, backend=plan.backend, flavor=plan.flavor,
+        project=plan.project, ledger=plan.ledger, metric=plan.metric, max_concurrent=plan.max_concurrent,
+        canary={**plan.canary, "passed": False} if plan.canary else None, early_stop=plan.early_stop,
+        retries=plan.retries, budget_cap_usd=plan.budget_cap_usd,
+        approved_usd=plan.total_worst_case_usd if decision.status == "approved" else 0.0, runs=runs)
+    write_state(folder, state)
+    job = start_controller(sweep_id) if start else None
+    return SubmitResult(status="submitted", sweep_id=sweep_id, decision=decision, plan=plan, controller_job=job,
+                        next_step=f"follow it with sweep_status(sweep_id='{sweep_id}') (`tunepack sweep status "
+                                  f"{sweep_id}`); when it is done, sweep_select picks the best run")
+
+
+def start_controller(sweep_id: str) -> JobInfo:
+    """The controller as a local job (slot: none — it only watches the training jobs)."""
+    folder = sweep_dir(sweep_id)
+    spec = JobSpec(module=CONTROLLER_MODULE, args=[str(folder)], name=f"sweep-{sweep_id}",
+                   labels={"sweep": sweep_id, "stage": "sweep", "slot": "none"},
+                   env={"TRACKIO_DIR": str(trackio_dir()), "OMP_NUM_THREADS": "1"})
+    job = get_backend("local").submit(spec)
+    with updating(folder) as state:
+        state.controller.job_id = job.id
+    return job
+
+
+def controller_health(state: SweepState) -> dict:
+    """alive | finished | crashed | starting, with what the controller job says."""
+    ctl = state.controller
+    if state.status in ("done", "canary_failed", "canceled"):
+        return {"state": "finished", "job_id": ctl.job_id, "detail": state.message or ""}
+    if not ctl.job_id:
+        age = time.time() - state.created_at
+        return {"state": "starting" if age < 60 else "crashed", "job_id": None,
+                "detail": "" if age < 60 else "no controller job was recorded; resume the sweep"}
+    backend = get_backend("local")
+    try:
+        info = backend.status(ctl.job_id)
+    except Exception as exc:
+        return {"state": "crashed", "job_id": ctl.job_id, "detail": f"the controller job is unknown: {exc}"}
+    age = round(time.time() - ctl.heartbeat_at, 1) if ctl.heartbeat_at else None
+    if not info.done:
+        return {"state": "alive", "job_id": ctl.job_id, "heartbeat_age_s": age, "detail": ""}
+    tail = " | ".join(line for line in backend.logs(ctl.job_id, tail=4).splitlines() if line.strip())
+    detail = f"the controller job ended {info.stage} ({info.message or 'no message'}) while the sweep was " \
+             f"{state.status}" + (f": {ctl.last_error}" if ctl.last_error else "") + (f"; log: {tail}" if tail else "")
+    return {"state": "crashed", "job_id": ctl.job_id, "heartbeat_age_s": age, "detail": detail[:900]}
+
+
+def resume_sweep(sweep_id: str) -> SubmitResult:
+    """Start the controller again after a crash: it re-attaches to the jobs it knows and carries on."""
+    folder = sweep_dir(sweep_id)
+    state = read_state(folder)
+    health = controller_health(state)
+    if health["state"] == "finished":
+        raise SweepError(f"Sweep {sweep_id} is already {state.status}.", "read it with sweep_status or sweep_select.")
+    if health["state"] in ("alive", "starting"):
+        raise SweepError(f"Sweep {sweep_id}'s controller is {health['state']} (job {health['job_id']}).",
+                         "follow it with sweep_status; resume only a crashed controller.")
+    job = start_controller(sweep_id)
+    return SubmitResult(status="resumed", sweep_id=sweep_id, controller_job=job,
+                        next_step=f"the controller carries on; follow it with sweep_status(sweep_id='{sweep_id}')")
+
+
+def cancel_sweep(sweep_id: str) -> SweepState:
+    """Stop the controller, cancel the runs' jobs, and record the runs that never ran."""
+    folder = sweep_dir(sweep_id)
+    state = read_state(folder)
+    local = get_backend("local")
+    if state.controller.job_id:
+        local.cancel(state.controller.job_id)  # first, so it cannot start anything more
+    backend = local if state.backend == "local" else get_backend(state.backend)
+    ledger = Ledger(state.ledger)
+    with updating(folder) as state:
+        for run in state.runs:
+            if run.status in ACTIVE and run.job_id:
+                backend.cancel(run.job_id)
+            if run.status not in FINAL:
+                run.status, run.failure, run.note = "skipped" if run.status == "pending" else "failed", "canceled", \
+                    "the sweep was canceled"
+                if run.experiment_id is not None:
+                    if ledger.get(run.experiment_id).status == "proposed":
+                        ledger.claim("sweep-cancel", run.experiment_id)
+                    ledger.record(run.experiment_id, "crash", note=f"sweep {sweep_id} canceled")
+        if state.status not in ("done", "canary_failed"):
+            state.status, state.message = "canceled", "canceled by request"
+    return state
