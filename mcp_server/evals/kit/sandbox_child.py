@@ -276,30 +276,30 @@ def run_one(req: dict, mode: str, base: dict | None, root: str) -> dict:
     deadline = start + req["timeout_s"]
     limit = req.get("output_bytes", 16384)
     chunks, size, status, timed_out = [], 0, None, False
+
+    def take() -> bool:
+        """Read what the pipe holds (keeping the first ``limit`` bytes); False at end of output."""
+        nonlocal size
+        data = os.read(out_r, 65536)
+        if data and size < limit:
+            chunks.append(data[: limit - size])
+        size += len(data)
+        return bool(data)
+
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             timed_out = True
             break
         ready, _, _ = select.select([out_r], [], [], min(left, 0.05))
-        if ready:
-            data = os.read(out_r, 65536)
-            if not data:
-                break
-            if size < limit:
-                chunks.append(data[: limit - size])
-            size += len(data)
+        if ready and not take():
+            break
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
             status = st
             # drain what is already buffered, then stop even if grandchildren hold the pipe
-            while select.select([out_r], [], [], 0)[0]:
-                data = os.read(out_r, 65536)
-                if not data:
-                    break
-                if size < limit:
-                    chunks.append(data[: limit - size])
-                size += len(data)
+            while select.select([out_r], [], [], 0)[0] and take():
+                pass
             break
     facts = {}
     if cg is not None:
