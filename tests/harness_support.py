@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -40,11 +41,17 @@ def isolated_env(home: Path, **extra: str) -> dict[str, str]:
 def run(args: list, env: dict, cwd: Path = REPO, timeout: int = 120, split: bool = False):
     """Run a harness command; return its exit code and stdout + stderr without colour codes (or, with
     ``split``, the exit code, stdout and stderr)."""
-    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    # Output goes to files, not pipes: these Node/Bun CLIs exit before a pipe drains and cut stdout
+    # at 64 KiB (`opencode debug skill` prints every skill's text as JSON).
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        code = subprocess.run([str(a) for a in args], cwd=cwd, env=env, stdout=out, stderr=err, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL).returncode
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if split:
-        return done.returncode, ANSI.sub("", done.stdout), ANSI.sub("", done.stderr)
-    return done.returncode, ANSI.sub("", done.stdout + done.stderr)
+        return code, ANSI.sub("", stdout), ANSI.sub("", stderr)
+    return code, ANSI.sub("", stdout + stderr)
 
 
 def skill_names() -> set[str]:
