@@ -146,7 +146,7 @@ def cmd_tiny_model(args) -> None:
     from .train.tiny_model import build_tiny_model
 
     path = build_tiny_model(args.data, args.output, arch=args.arch, vocab_size=args.vocab_size)
-    print(f"wrote tiny {args.arch} model to {path}")
+    print(f"wrote a tiny {args.arch} replica to {path}")
 
 
 def cmd_jobs(args) -> None:
@@ -270,10 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("tiny-model", help="build the embedded tiny random-initialised model")
+    p = sub.add_parser("tiny-model", help="build a tiny random-initialised CPU replica of a model family")
     p.add_argument("--data", nargs="+", required=True)
     p.add_argument("-o", "--output", required=True)
-    p.add_argument("--arch", choices=["qwen3", "llama"], default="qwen3")
+    p.add_argument("--family", "--arch", dest="arch", choices=["qwen3", "llama3", "gemma4"], default="qwen3",
+                   help="the family replicated: its architecture class, special tokens and stock chat template")
     p.add_argument("--vocab-size", type=int, default=2048)
     p.set_defaults(func=cmd_tiny_model)
 
@@ -354,8 +355,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--drop-harness-context", action="store_true", help="drop harness-injected context")
     p.add_argument("--keep-failed-turns", action="store_true", help="keep aborted/errored assistant turns")
     p.add_argument("--keep-dangling-tool-calls", action="store_true", help="keep calls that never got a result")
-    p.add_argument("--template", default=None, help="shape rows for a TRL template (qwen3, qwen2_5, gptoss, "
-                                                    "deepseekv3; gemma3/llama3/phi3 only with --rows turn)")
+    p.add_argument("--template", default=None, help="shape rows for a training template: TRL's qwen3, qwen2_5, "
+                                                    "gptoss, deepseekv3; tunepack's gemma4, gemma4_v2..v5, llama3_1, "
+                                                    "llama3_2 (gemma3/llama3/phi3 only with --rows turn)")
     p.set_defaults(func=cmd_traces)
     return parser
 

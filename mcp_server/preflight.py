@@ -41,14 +41,23 @@ class PreflightReport(BaseModel):
     next_step: str
 
 
+def smoke_family(cfg: TrainConfig) -> str:
+    """The replica of the model's family (Gemma 4's multimodal wrapper, Llama 3.x, else Qwen3) for the smoke run."""
+    from .train.families import template_for_model
+
+    stock, _ = template_for_model(cfg.model.name, cfg.model.revision)
+    return "gemma4" if (stock or "").startswith("gemma4") else "llama3" if (stock or "").startswith("llama3_") else "qwen3"
+
+
 def smoke_config(cfg: TrainConfig) -> TrainConfig:
-    """The same data through the tiny model for a few steps: the training path, not the model."""
+    """The same data through the tiny replica of the model's family for a few steps: the training path
+    (architecture class, chat template, LoRA targets), not the model's weights."""
     data = cfg.data.model_copy(update={"eval_fraction": None, "eval_split": None, "allow_truncation": True})
     training = cfg.training.model_copy(update={
         "max_steps": SMOKE_STEPS, "logging_steps": 1, "eval_steps": None, "save_steps": None,
         "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False})
     return cfg.model_copy(update={
-        "model": cfg.model.model_copy(update={"name": "tiny:qwen3", "revision": None}),
+        "model": cfg.model.model_copy(update={"name": f"tiny:{smoke_family(cfg)}", "revision": None}),
         "chat_template": "model", "quantization": "none", "data": data, "training": training,
         "tracking": cfg.tracking.model_copy(update={"project": "tunepack-smoke", "space_id": None}),
         "output": cfg.output.model_copy(update={"adapter_dir": None, "hub_repo_id": None})})

@@ -39,3 +39,9 @@ def render_template(name: str, **context: object) -> str:
 
 def template_path(name: str) -> Path:
     return templates_dir() / name
+
+
+def chat_templates() -> dict[str, str]:
+    """tunepack's training chat templates (``templates/chat/*.jinja``) by name."""
+    folder = templates_dir() / "chat"
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.jinja"))}

@@ -15,13 +15,16 @@ def trl_template(name: str) -> str:
     return (TRL_TEMPLATES / f"{name}_training.jinja").read_text()
 
 
+QWEN3 = trl_template("qwen3")  # the tiny model carries Qwen3's stock template; this is its training variant
+
+
 def rows(n=8, tools=False):
     return [{"messages": short_conversation(i), **({"tools": TOOLS} if tools else {})} for i in range(n)]
 
 
 def check(tok, data, template=None, **kw):
     kw.setdefault("max_length", 512)
-    return mc.check_dataset(tok, data, fmt="messages", chat_template=template or tok.chat_template,
+    return mc.check_dataset(tok, data, fmt="messages", chat_template=template or QWEN3,
                             template_label="test", **kw)
 
 
@@ -35,7 +38,7 @@ def test_good_data_passes_and_reports(tiny_tokenizer):
 
 def test_trained_spans_are_exactly_the_assistant_turns(tiny_tokenizer):
     messages = short_conversation(3)
-    ids, mask, text, offsets = mc.tokenize_row(tiny_tokenizer, messages, None, tiny_tokenizer.chat_template)
+    ids, mask, text, offsets = mc.tokenize_row(tiny_tokenizer, messages, None, QWEN3)
     spans, current = [], []
     for token, m in zip(ids, mask):
         if m:
@@ -64,12 +67,12 @@ def test_template_that_drops_tool_calls_names_templates_that_keep_them(tiny_toke
 
 
 def test_phi3_training_template_drops_tool_calls_too(tiny_tokenizer):
-    assert "assistant tool calls" in mc.probe_tool_support(tiny_tokenizer, trl_template("phi3"))
+    assert "assistant tool calls" in mc.probe_tool_drops(tiny_tokenizer, trl_template("phi3"))
 
 
-@pytest.mark.parametrize("name", mc.TOOL_KEEPING_TEMPLATES)
+@pytest.mark.parametrize("name", [t[4:] for t in mc.TOOL_KEEPING_TEMPLATES if t.startswith("trl:")])
 def test_named_keepers_really_keep_tool_calls(tiny_tokenizer, name):
-    assert mc.probe_tool_support(tiny_tokenizer, trl_template(name)) == []
+    assert mc.probe_tool_drops(tiny_tokenizer, trl_template(name)) == []
 
 
 PLAIN_CHATML = (
@@ -106,7 +109,7 @@ def test_truncation_fails_with_counts_unless_allowed(tiny_tokenizer):
 
 
 def test_end_of_turn_outside_the_mask_fails(tiny_tokenizer):
-    template = tiny_tokenizer.chat_template
+    template = QWEN3
     broken = template.replace("{{- '<|im_end|>\\n' }}\n        {%- endgeneration %}",
                               "{%- endgeneration %}\n        {{- '<|im_end|>\\n' }}")
     assert broken != template
@@ -115,7 +118,7 @@ def test_end_of_turn_outside_the_mask_fails(tiny_tokenizer):
 
 
 def test_training_on_user_and_tool_tokens_fails(tiny_tokenizer):
-    template = tiny_tokenizer.chat_template
+    template = QWEN3
     everything = "{% generation %}" + template.replace("{%- generation %}", "").replace(
         "{%- endgeneration %}", "") + "{% endgeneration %}"
     with pytest.raises(mc.MaskCheckError) as err:
@@ -154,7 +157,7 @@ def test_detect_format():
 def test_prompt_completion_rows_train_only_the_completion(tiny_tokenizer):
     data = [{"prompt": [{"role": "user", "content": f"Run the tests in pkg{i}."}],
              "completion": [{"role": "assistant", "content": f"All tests in pkg{i} pass."}]} for i in range(3)]
-    report = mc.check_dataset(tiny_tokenizer, data, fmt="prompt_completion", chat_template=tiny_tokenizer.chat_template,
+    report = mc.check_dataset(tiny_tokenizer, data, fmt="prompt_completion", chat_template=QWEN3,
                               template_label="test", max_length=512)
     assert report["problems"] == [] and report["trained_tokens"] > 0
 
@@ -170,5 +173,5 @@ def test_string_arguments_and_arrow_nulls_are_normalised():
 
 
 def test_preview_marks_trained_spans(tiny_tokenizer):
-    text = mc.preview(tiny_tokenizer, short_conversation(1), None, tiny_tokenizer.chat_template)
+    text = mc.preview(tiny_tokenizer, short_conversation(1), None, QWEN3)
     assert text.count("⟦") == 2 and "⟦" not in text.split("Run the tests in pkg1.")[0]

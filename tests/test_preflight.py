@@ -76,6 +76,13 @@ def test_smoke_config_keeps_the_data_and_shrinks_the_rest(tmp_path, short_data):
     assert small.quantization == "none" and small.chat_template == "model"
 
 
+@pytest.mark.parametrize("model,family", [("google/gemma-4-E2B-it", "gemma4"), ("meta-llama/Llama-3.2-1B-Instruct", "llama3"),
+                                          ("Qwen/Qwen3-0.6B", "qwen3"), ("tiny:gemma4", "gemma4")])
+def test_the_smoke_run_uses_the_replica_of_the_models_family(short_data, model, family):
+    cfg = parse_config({"model": {"name": model}, "data": {"path": str(short_data)}})
+    assert smoke_config(cfg).model.name == f"tiny:{family}"
+
+
 @pytest.mark.slow
 def test_preflight_job_passes_then_fails_on_a_template_that_drops_tool_calls(tmp_path, short_data):
     backend = get_backend("local")

@@ -38,20 +38,26 @@ def version(folder: Path) -> str:
     return meta["metadata"]["version"]
 
 
+def bumped(folder: Path, patches: int) -> str:
+    """The skill's version before the test, its patch number raised by ``patches``."""
+    major, minor, patch = version(folder).split(".")
+    return f"{major}.{minor}.{int(patch) + patches}"
+
+
 def test_an_entry_is_appended_listed_versioned_and_logged(skill):
-    before = len(list_pitfalls("tunepack-sft"))
+    before, expected = len(list_pitfalls("tunepack-sft")), bumped(skill, 1)
     result = add_pitfall("tunepack-sft", symptom="Loss is NaN from the first step with bf16 on a T4",
                          cause="T4 GPUs have no bf16 support; the kernels produce NaN.",
                          fix="Use fp16 on T4 (or a newer GPU) and keep quantization compute dtype in step.",
                          evidence="job 123: loss nan at step 1", source="test", today="2026-12-01")
-    assert result.added and result.id == f"P-{before + 1:03d}" and result.version == "0.1.1"
+    assert result.added and result.id == f"P-{before + 1:03d}" and result.version == expected
     assert result.skill_path == str(skill / "SKILL.md")
     entries = list_pitfalls("tunepack-sft")
     assert entries[-1].id == result.id and entries[-1].date == "2026-12-01" and entries[-1].source == "test"
     text = (skill / "SKILL.md").read_text()
     assert f"[{result.id}](references/pitfalls.md) Loss is NaN" in text
-    assert version(skill) == "0.1.1" and 'updated: "2026-12-01"' in text
-    assert (skill / "CHANGELOG.md").read_text().startswith(f"# Changelog\n\n## 0.1.1 — 2026-12-01\n- pitfall {result.id}")
+    assert version(skill) == expected and 'updated: "2026-12-01"' in text
+    assert (skill / "CHANGELOG.md").read_text().startswith(f"# Changelog\n\n## {expected} — 2026-12-01\n- pitfall {result.id}")
     assert check_skill(skill) == []
 
 
@@ -114,7 +120,7 @@ def _writer(worker: int, count: int) -> subprocess.Popen:
 
 
 def test_eight_concurrent_writers_lose_nothing(skill):
-    before = len(list_pitfalls("tunepack-sft"))
+    before, expected = len(list_pitfalls("tunepack-sft")), bumped(skill, 400)
     procs = [_writer(w, 50) for w in range(8)]
     assert [p.wait(timeout=600) for p in procs] == [0] * 8
     entries = list_pitfalls("tunepack-sft")
@@ -123,7 +129,7 @@ def test_eight_concurrent_writers_lose_nothing(skill):
     assert sorted(evidence) == sorted(f"worker {w} entry {i}" for w in range(8) for i in range(50))
     ids = [p.id for p in entries]
     assert len(set(ids)) == len(ids) == before + 400
-    assert version(skill) == "0.1.400"
+    assert version(skill) == expected
     assert check_skill(skill) == []
 
 

@@ -3,6 +3,7 @@ checks catch what they should."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -45,12 +46,15 @@ def test_every_skill_names_mcp_tools_and_cli_commands(folder):
 
 
 
+SFT_VERSION = re.search(r'version: "([^"]+)"', (REPO / "skills" / "tunepack-sft" / "SKILL.md").read_text()).group(1)
+
+
 @pytest.mark.parametrize("old, new, needle", [
     ("name: tunepack-sft", "name: Tunepack_SFT", "must be 1-64 chars"),
     ("name: tunepack-sft", "name: tunepack-other", "differs from the folder"),
     ("license: Apache-2.0", "license: Apache-2.0\nversion: 1.0.0", "key 'version' is not allowed"),
-    ('version: "0.1.0"', "version: 0.1", "metadata must be a map of strings"),
-    ('version: "0.1.0"', 'version: "0.2.0"', "CHANGELOG.md's newest entry is 0.1.0"),
+    (f'version: "{SFT_VERSION}"', "version: 0.1", "metadata must be a map of strings"),
+    (f'version: "{SFT_VERSION}"', 'version: "9.9.9"', f"CHANGELOG.md's newest entry is {SFT_VERSION}"),
     ("Use when writing", "Good for writing", "should say when to use"),
     ("<!-- tunepack:pitfalls:start -->", "", "lacks the pitfalls markers"),
 ])

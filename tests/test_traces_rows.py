@@ -36,9 +36,12 @@ def test_max_tokens_counts_with_a_local_tokenizer(tmp_path, tiny_model_dir):
     assert report.token_counter.startswith("tokenizer ") and report.tokens > 0
     from transformers import AutoTokenizer
 
+    import trl
+
     tokenizer = AutoTokenizer.from_pretrained(str(tiny_model_dir))
+    training = (Path(trl.__file__).parent / "chat_templates" / "qwen3_training.jinja").read_text()
     lengths = [len(tokenizer.apply_chat_template(r["messages"], tools=r["tools"], tokenize=True, return_dict=True,
-                                                 chat_template=tokenizer.chat_template)["input_ids"]) for r in rows]
+                                                 chat_template=training)["input_ids"]) for r in rows]
     assert report.tokens == sum(lengths)
     limit = min(lengths)
     kept, report = rows_of(FIXTURES / "codex", tmp_path, "k.jsonl", max_tokens=limit, **opts)

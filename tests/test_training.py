@@ -84,7 +84,10 @@ def test_trl_labels_match_the_mask_token_by_token(tiny_tokenizer, tiny_model_dir
     )
     features = trainer.train_dataset[0]
     ids, labels = features["input_ids"], features["labels"]
-    expected_ids, mask, _, _ = mc.tokenize_row(tiny_tokenizer, messages, None, tiny_tokenizer.chat_template)
+    # the tiny model carries Qwen3's stock template: TRL swaps in its training variant, and so does tunepack
+    template, label = mc.resolve_chat_template(tiny_tokenizer, "model", "messages", "tiny:qwen3")
+    assert label.startswith("model → trl:qwen3")
+    expected_ids, mask, _, _ = mc.tokenize_row(tiny_tokenizer, messages, None, template)
     assert ids == expected_ids
     for position, (token, label, trained) in enumerate(zip(ids, labels, mask)):
         assert label == (token if trained else -100), f"token {position} {tiny_tokenizer.decode([token])!r}"
@@ -93,14 +96,3 @@ def test_trl_labels_match_the_mask_token_by_token(tiny_tokenizer, tiny_model_dir
     assert '"name": "bash"' in trained_text and "pytest pkg7" in trained_text and "All 3 tests in pkg7 pass." in trained_text
     for text in ("You are a coding agent.", "Run the tests in pkg7.", "3 passed", "<|im_start|>"):
         assert text not in trained_text
-
-
-def test_llama_architecture_with_packing(tmp_path, short_data):
-    from mcp_server.train.tiny_model import build_tiny_model
-
-    llama = build_tiny_model([str(short_data)], tmp_path / "tiny-llama", arch="llama", vocab_size=1024)
-    assert json.loads((llama / "config.json").read_text())["model_type"] == "llama"
-    _, out, manifest, _ = train(tmp_path, llama, short_data, "llama-packed",
-                                training={"packing": True, "max_steps": 6})
-    assert manifest["training"]["steps"] == 6 and manifest["config"]["training"]["packing"] is True
-    assert (out / "adapter_model.safetensors").is_file()

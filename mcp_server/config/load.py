@@ -157,12 +157,13 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
             cfg.model.name = str(p)
 
     tmpl = cfg.chat_template
-    if tmpl != "model" and not tmpl.startswith("trl:"):
+    if tmpl != "model" and not tmpl.startswith(("trl:", "tunepack:")):
         p = absolute(tmpl)
         if not p.is_file():
             raise ConfigError(
                 f"chat_template file '{tmpl}' does not exist (looked at {p}).",
-                "give the path of a .jinja file, 'model', or a TRL training template such as trl:qwen3.",
+                "give the path of a .jinja file, 'model', a TRL training template such as trl:qwen3, or one of "
+                "tunepack's such as tunepack:gemma4_v5.",
             )
         cfg.chat_template = str(p)
 

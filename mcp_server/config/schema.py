@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 TINY_PREFIX = "tiny:"
-TINY_ARCHS = ("qwen3", "llama")
+TINY_ARCHS = ("qwen3", "llama3", "gemma4")
 DataFormat = Literal["auto", "messages", "prompt_completion", "traces"]
 
 
@@ -25,8 +25,9 @@ class Section(BaseModel):
 
 class ModelSection(Section):
     name: str = Field(
-        description="Hub id (e.g. Qwen/Qwen3-0.6B), a local model folder, or tiny:qwen3 / tiny:llama "
-        "for the embedded random-initialised model (CPU demos and tests).",
+        description="Hub id (e.g. Qwen/Qwen3-0.6B, google/gemma-4-E2B-it), a local model folder, or "
+        "tiny:qwen3 / tiny:llama3 / tiny:gemma4 for a random-initialised CPU replica of that family (its real "
+        "architecture class, special tokens and stock chat template; a tokenizer trained on the data).",
         min_length=1,
     )
     revision: str | None = Field(None, description="Hub revision (branch, tag or commit).")
@@ -297,8 +298,10 @@ class EvalSection(Section):
 ChatTemplate = Annotated[
     str,
     Field(
-        description="'model' = the tokenizer's own template; 'trl:<name>' = a TRL training template "
-        "with generation markers (e.g. trl:qwen3); or a path to a .jinja file.",
+        description="'model' = the tokenizer's own template, swapped for a training variant with generation "
+        "markers when it has none (TRL's when it keeps tool calls, else tunepack's; e.g. Gemma 4 and Llama 3.1/3.2 "
+        "get tunepack's); 'trl:<name>' = a TRL training template (e.g. trl:qwen3); 'tunepack:<name>' = one of "
+        "tunepack's (templates/chat: gemma4, gemma4_v2..v5, llama3_1, llama3_2); or a path to a .jinja file.",
         min_length=1,
     ),
 ]
@@ -328,9 +331,16 @@ class TrainConfig(Section):
         tmpl = self.chat_template
         if tmpl.startswith("trl:") and not re.fullmatch(r"trl:[a-z0-9_]+", tmpl):
             raise ValueError(f"chat_template '{tmpl}' is not of the form trl:<name> (e.g. trl:qwen3)")
-        if tmpl not in ("model",) and not tmpl.startswith("trl:") and not tmpl.endswith((".jinja", ".j2")):
+        if tmpl.startswith("tunepack:"):
+            from ..resources import chat_templates
+
+            if tmpl[9:] not in chat_templates():
+                raise ValueError(f"chat_template '{tmpl}': tunepack ships no such template; allowed: "
+                                 + ", ".join(f"tunepack:{n}" for n in chat_templates()))
+        elif tmpl != "model" and not tmpl.startswith("trl:") and not tmpl.endswith((".jinja", ".j2")):
             raise ValueError(
-                f"chat_template '{tmpl}': allowed are 'model', 'trl:<name>' or a path to a .jinja/.j2 file"
+                f"chat_template '{tmpl}': allowed are 'model', 'trl:<name>', 'tunepack:<name>' or a path to a "
+                ".jinja/.j2 file"
             )
         if self.training.eval_steps and not (self.data.eval_split or self.data.eval_fraction):
             raise ValueError(

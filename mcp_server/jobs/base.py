@@ -77,6 +77,7 @@ class Hardware(BaseModel):
     description: str
     price_per_hour_usd: float
     accelerator: str | None = None
+    compute_capability: float | None = None  # CUDA compute capability of the GPU (bf16 needs 8.0 or more)
 
 
 class JobBackend(abc.ABC):

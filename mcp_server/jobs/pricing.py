@@ -21,7 +21,8 @@ FLAVORS_FILE = Path(__file__).resolve().parent / "flavors.yaml"
 def hf_flavors() -> tuple[Hardware, ...]:
     rows = yaml.safe_load(FLAVORS_FILE.read_text(encoding="utf-8"))
     return tuple(Hardware(name=r["name"], description=r["description"], price_per_hour_usd=r["price"],
-                          accelerator=r["accelerator"]) for r in rows)
+                          accelerator=r["accelerator"], compute_capability=r.get("compute_capability"))
+                 for r in rows)
 
 
 def flavor_info(backend: str, flavor: str | None) -> Hardware:

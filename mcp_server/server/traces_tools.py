@@ -53,9 +53,10 @@ def register(server) -> None:
         drop_harness_context: Annotated[bool, Field(description="Drop harness-injected context (Codex environment, "
                                                                 "AGENTS.md, system prompt; Claude "
                                                                 "<system-reminder>).")] = False,
-        template: Annotated[str | None, Field(description="Shape rows for a TRL training template: qwen3, qwen2_5, "
-                                                          "gptoss, deepseekv3 (gemma3/llama3/phi3 only with "
-                                                          "rows=turn).")] = None,
+        template: Annotated[str | None, Field(description="Shape rows for a training template: TRL's qwen3, "
+                                                          "qwen2_5, gptoss, deepseekv3; tunepack's gemma4, "
+                                                          "gemma4_v2..v5, llama3_1, llama3_2 (gemma3/llama3/phi3 "
+                                                          "only with rows=turn).")] = None,
     ) -> TraceStats:
         """Convert coding-agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat/ShareGPT) into TRL SFT
         rows with tool calls, tool results and a tools column; redacts secrets, drops failed turns and unpaired

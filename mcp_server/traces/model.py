@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 FORMATS = ("pi", "claude-code", "codex", "opencode", "openai")
 SourceFormat = Literal["auto", "pi", "claude-code", "codex", "opencode", "openai"]
-KEEPER_TEMPLATES = ("qwen3", "qwen2_5", "gptoss", "deepseekv3")
+KEEPER_TEMPLATES = ("qwen3", "qwen2_5", "gptoss", "deepseekv3",  # TRL's training templates
+                    "gemma4", "gemma4_v2", "gemma4_v3", "gemma4_v4", "gemma4_v5", "llama3_1", "llama3_2")  # tunepack's
 DROPPER_TEMPLATES = {
     "gemma3": "raises an error on tool messages",
     "llama3": "silently drops assistant tool calls",
@@ -52,8 +53,9 @@ class ConvertOptions(BaseModel):
     synthesize_tools: bool = Field(
         True, description="Infer tool JSON schemas from the observed calls when a format stores none.")
     redact: bool = Field(True, description="Replace secrets (API keys, tokens, bearer headers) in all text.")
-    template: str | None = Field(None, description="Shape rows for this TRL training template and refuse "
-                                                   "templates that cannot carry tool calls.")
+    template: str | None = Field(None, description="Shape rows for this training template (TRL's qwen3, qwen2_5, "
+                                                   "gptoss, deepseekv3; tunepack's gemma4, gemma4_v2..v5, llama3_1, "
+                                                   "llama3_2) and refuse templates that cannot carry tool calls.")
 
 
 def text_or_none(value) -> str | None:

@@ -43,11 +43,14 @@ class TokenCounter:
                              "pass a local folder saved with save_pretrained (it holds tokenizer.json or "
                              "tokenizer_config.json), e.g. a downloaded model folder.")
         self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
-        if template:  # count what training will see: the TRL training template of that name
+        if template:  # count what training will see: the training template of that name (tunepack's or TRL's)
             import trl
 
+            from ..resources import chat_templates
+
             path = Path(trl.__file__).parent / "chat_templates" / f"{template}_training.jinja"
-            self.template = path.read_text(encoding="utf-8") if path.is_file() else None
+            self.template = chat_templates().get(template) or (
+                path.read_text(encoding="utf-8") if path.is_file() else None)
         self.template = self.template or self.tokenizer.chat_template
         self.label = f"tokenizer {tokenizer_dir}" + (f" with template {template}" if template else "")
 

@@ -6,8 +6,10 @@ returns a copy of the config that reads the converted rows (``data.format`` beco
 plain chat rows. The pipeline converts into the run folder (``<run>/data/traces.jsonl`` + its stats);
 checks that run before a run folder exists (pre-check, preflight, render) convert into a cache folder
 keyed by the sources' names, sizes and times and the options, so repeating them is cheap. Configs of
-any other format come back unchanged. With ``chat_template: trl:<name>`` the rows are shaped for that
-template (and refused for one that cannot carry tool calls); otherwise they are qwen3-style rows.
+any other format come back unchanged. Rows are shaped for the template training will use: the one named
+by ``chat_template: trl:<name>`` / ``tunepack:<name>``, or for ``chat_template: model`` the model's stock
+template as far as the host can tell (``train/families.py``: the replica's, a local or cached tokenizer's,
+else the family from the model's name); a template that cannot carry tool calls is refused.
 
 Usage (YAML):
     data:
@@ -26,15 +28,27 @@ from pathlib import Path
 from ..config import TrainConfig
 from ..home import home_dir
 from .convert import convert
-from .model import ConvertOptions
+from .model import DROPPER_TEMPLATES, KEEPER_TEMPLATES, ConvertOptions
 
 ROWS_FILE = "traces.jsonl"
 
 
+def shaping_template(cfg: TrainConfig) -> str | None:
+    """The template name the converted rows are shaped for (None: rows as they are, qwen3-style)."""
+    setting = cfg.chat_template
+    if setting.startswith(("trl:", "tunepack:")):
+        return setting.split(":", 1)[1]
+    if setting != "model":
+        return None  # a .jinja file of the user's: rows as they are
+    from ..train.families import template_for_model
+
+    stock, _ = template_for_model(cfg.model.name, cfg.model.revision)
+    return stock if stock in KEEPER_TEMPLATES or stock in DROPPER_TEMPLATES else None
+
+
 def options_for(cfg: TrainConfig) -> ConvertOptions:
     section = cfg.data.traces.model_dump() if cfg.data.traces else {}
-    template = cfg.chat_template[4:] if cfg.chat_template.startswith("trl:") else None
-    return ConvertOptions(**{**section, "template": template})
+    return ConvertOptions(**{**section, "template": shaping_template(cfg)})
 
 
 def _digest(cfg: TrainConfig, opts: ConvertOptions) -> str:

@@ -1,6 +1,7 @@
-"""Shape rows for the TRL training chat template they will be rendered with.
+"""Shape rows for the training chat template they will be rendered with.
 
-The four TRL training templates that carry tool calls each have their own rules:
+The training templates that carry tool calls (TRL's four, tunepack's Gemma 4 and Llama 3.x) each have their
+own rules:
 
 - ``qwen3``: reasoning goes in ``reasoning_content`` and is rendered inside ``<think>``; rows stay as they are;
 - ``qwen2_5``: renders no reasoning, so ``reasoning_content`` is removed;
@@ -8,7 +9,14 @@ The four TRL training templates that carry tool calls each have their own rules:
   its result), reasoning in ``thinking``, and the text of a tool-calling turn is analysis (``thinking``) —
   gpt-oss does not render it once a final answer follows;
 - ``deepseekv3``: renders no reasoning, and only the first tool-calling turn of a conversation keeps its text
-  (the template drops the text of later ones), so that text is removed rather than silently lost.
+  (the template drops the text of later ones), so that text is removed rather than silently lost;
+- ``llama3_1`` / ``llama3_2`` (tunepack's): one tool call per assistant message (split as for gpt-oss), no
+  reasoning, and no text in a tool-calling message (the stock template drops it), so that text is removed;
+- ``gemma4_v5`` (tunepack's): Gemma 4 writes a message's text after the results of its calls, so text said
+  before calling is moved into an assistant message of its own just before the calls — the latest revision
+  renders consecutive assistant messages as one model turn, text then calls;
+- ``gemma4``, ``gemma4_v2``..``v4``: the earlier revisions end the turn after such a message, so the text of a
+  tool-calling message is removed (and counted) instead of teaching the model to stop before it calls.
 
 ``gemma3`` (raises on tool messages), ``llama3`` and ``phi3`` (drop tool calls) cannot train conversations
 with tool calls: ``check_template`` refuses them and names what works — a keeper template of the right
@@ -29,7 +37,7 @@ from .model import DROPPER_TEMPLATES, KEEPER_TEMPLATES
 def normalize_name(template: str | None) -> str | None:
     if not template:
         return None
-    name = template[4:] if template.startswith("trl:") else template
+    name = template.split(":", 1)[1] if template.startswith(("trl:", "tunepack:")) else template
     if name not in KEEPER_TEMPLATES and name not in DROPPER_TEMPLATES:
         known = ", ".join(KEEPER_TEMPLATES + tuple(DROPPER_TEMPLATES))
         raise TraceError(f"The template '{template}' is not one the converter can shape rows for.",
@@ -54,7 +62,7 @@ def check_template(name: str | None, rows: str, with_tools: int) -> None:
 
 
 def _split_calls(messages: list[dict]) -> list[dict]:
-    """gpt-oss: one call per assistant message, each followed by its result."""
+    """gpt-oss and Llama 3.x: one call per assistant message, each followed by its result."""
     out: list[dict] = []
     i = 0
     while i < len(messages):
@@ -83,11 +91,41 @@ def _split_calls(messages: list[dict]) -> list[dict]:
     return out
 
 
+def _text_before_calls(messages: list[dict], counts: Counter) -> list[dict]:
+    """gemma4_v5: the text of a tool-calling message as its own assistant message just before the calls."""
+    out: list[dict] = []
+    for m in messages:
+        if m["role"] == "assistant" and m.get("tool_calls") and m["content"]:
+            counts["text_before_calls_split"] += 1
+            out.append({"role": "assistant", "content": m["content"], **({"_i": m["_i"]} if "_i" in m else {})})
+            m = dict(m, content="")
+        out.append(m)
+    return out
+
+
+def _drop_text_of_calls(messages: list[dict], counts: Counter) -> None:
+    for m in messages:
+        if m["role"] == "assistant" and m.get("tool_calls") and m["content"]:
+            counts["text_of_tool_turn_removed"] += 1
+            m["content"] = ""
+
+
 def shape(messages: list[dict], name: str | None, counts: Counter) -> list[dict]:
     """A copy of ``messages`` shaped for template ``name`` (None / qwen3 / droppers: unchanged)."""
     if name in (None, "qwen3") or name in DROPPER_TEMPLATES:
         return messages
     out = copy.deepcopy(messages)
+    if name == "gemma4_v5":
+        return _text_before_calls(out, counts)
+    if name.startswith("gemma4"):
+        _drop_text_of_calls(out, counts)
+        return out
+    if name in ("llama3_1", "llama3_2"):
+        for m in out:
+            if m.pop("reasoning_content", None):
+                counts["reasoning_not_rendered"] += 1
+        _drop_text_of_calls(out, counts)
+        return _split_calls(out)
     if name in ("qwen2_5", "deepseekv3"):
         for m in out:
             if m.pop("reasoning_content", None):

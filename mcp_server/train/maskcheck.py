@@ -20,12 +20,21 @@ from __future__ import annotations
 import json
 import re
 
-GENERATION_MARKER = re.compile(r"\{%-?\s*generation\s*-?%\}")
-# TRL training templates that render assistant tool calls and tool results.
-TOOL_KEEPING_TEMPLATES = ("qwen3", "qwen2_5", "gptoss", "deepseekv3")
-END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|return|>", "<|call|>",
-                      "<｜end▁of▁sentence｜>")
-PROBE_TOOL, PROBE_KEY, PROBE_RESULT = "tp_probe_lookup", "tp_probe_query", "tp_probe_result_text"
+try:  # on the host; a rendered script embeds chat_templates.py just above this module instead
+    from .chat_templates import TemplateChoiceError, has_generation_markers, pick_training_template, probe_tool_drops
+except ImportError:
+    pass
+
+# Training templates that render assistant tool calls and tool results (TRL's and tunepack's own).
+TOOL_KEEPING_TEMPLATES = ("trl:qwen3", "trl:qwen2_5", "trl:gptoss", "trl:deepseekv3", "tunepack:gemma4*",
+                          "tunepack:llama3_1", "tunepack:llama3_2")
+# Tokens that end what the model writes: a turn's end, or the hand-over to tools (Gemma 4's
+# <|tool_response>, Llama 3.1's <|eom_id|>, gpt-oss's <|call|>).
+END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>", "<turn|>", "<|tool_response>",
+                      "<|end|>", "<|return|>", "<|call|>", "<｜end▁of▁sentence｜>")
+TOOL_ROLES = ("tool", "ipython")
+PROBE_TOOL, PROBE_KEY = "tp_probe_lookup", "tp_probe_query"
+PROBE_TEXT, PROBE_RESULT = "tp_probe_text", "tp_probe_result_text"
 
 
 class MaskCheckError(Exception):
@@ -116,56 +125,34 @@ def _text(message: dict) -> str:
     return content.strip()
 
 
-# --- template ----------------------------------------------------------------------------------
-
-def has_generation_markers(template: str | None) -> bool:
-    return bool(template) and GENERATION_MARKER.search(template) is not None
-
-
-def probe_tool_support(tokenizer, chat_template: str) -> list[str]:
-    """Render a probe conversation with a tool call and a result; name what the template drops."""
-    tools = [{"type": "function", "function": {
-        "name": PROBE_TOOL, "description": "probe",
-        "parameters": {"type": "object", "properties": {PROBE_KEY: {"type": "string"}}, "required": [PROBE_KEY]}}}]
-    messages = [
-        {"role": "user", "content": "probe question"},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": PROBE_TOOL, "arguments": {PROBE_KEY: "x"}}}]},
-        {"role": "tool", "name": PROBE_TOOL, "content": PROBE_RESULT},
-        {"role": "assistant", "content": "probe answer"},
-    ]
-    try:
-        text = tokenizer.apply_chat_template(messages, tools=tools, chat_template=chat_template, tokenize=False)
-    except Exception as exc:  # a template that raises on tool messages drops them too
-        return [f"tool messages (rendering raised {type(exc).__name__}: {exc})"]
-    after_user = text.split("probe question", 1)[-1]
-    dropped = []
-    if PROBE_TOOL not in after_user or PROBE_KEY not in after_user:
-        dropped.append("assistant tool calls")
-    if PROBE_RESULT not in after_user:
-        dropped.append("tool results")
-    return dropped
-
+# --- template ---------------------------------------------------------------------------------
 
 def require_tool_support(tokenizer, chat_template: str, label: str) -> None:
-    dropped = probe_tool_support(tokenizer, chat_template)
+    dropped = probe_tool_drops(tokenizer, chat_template)
     if dropped:
-        keepers = ", ".join(f"trl:{name}" for name in TOOL_KEEPING_TEMPLATES)
         raise MaskCheckError(
             f"The chat template '{label}' drops {' and '.join(dropped)}, but the data has tool calls: "
             "the model would never see or learn them.",
-            f"set chat_template to a training template that keeps them and matches the model family "
-            f"({keepers}), or to a .jinja file that renders tool_calls and tool messages inside "
-            "{% generation %} markers.",
+            "set chat_template to a training template of the model's family that keeps them "
+            f"({', '.join(TOOL_KEEPING_TEMPLATES)}), or to a .jinja file that renders tool_calls and tool "
+            "messages with {% generation %} markers around the assistant's part.",
         )
 
 
-def resolve_chat_template(tokenizer, setting: str, fmt: str, model_label: str):
-    """(template text, label) for a config's ``chat_template`` setting: 'model', 'trl:<name>' or a
-    file path. The model's own template without generation markers is swapped for TRL's training
-    variant when TRL knows it; otherwise MaskCheckError says how to fix it."""
+def rows_with_tools(rows, fmt: str, messages_column: str = "messages", tools_column: str = "tools") -> int:
+    """How many rows hold tool calls or tool results (they need a template that renders them)."""
+    return sum(1 for row in rows if any(
+        m.get("tool_calls") or m.get("role") in TOOL_ROLES
+        for m in conversation(row, fmt, messages_column, tools_column)[0]))
+
+
+def resolve_chat_template(tokenizer, setting: str, fmt: str, model_label: str, *, needs_tools: bool = True,
+                          packaged: dict | None = None):
+    """(template text, label) for a config's ``chat_template``: 'model', 'trl:<name>', 'tunepack:<name>' or
+    a file path. A marker-less model template is swapped for a training variant (chat_templates.py)."""
     from pathlib import Path
 
+    packaged = packaged or {}
     if setting.startswith("trl:"):
         import trl
 
@@ -177,6 +164,11 @@ def resolve_chat_template(tokenizer, setting: str, fmt: str, model_label: str):
             raise MaskCheckError(f"TRL {trl.__version__} has no training chat template '{name}'.",
                                  "set chat_template to one of: " + ", ".join(f"trl:{k}" for k in known))
         return path.read_text(encoding="utf-8"), setting
+    if setting.startswith("tunepack:"):
+        if setting[9:] not in packaged:
+            raise MaskCheckError(f"tunepack has no training chat template '{setting[9:]}'.",
+                                 "set chat_template to one of: " + ", ".join(f"tunepack:{k}" for k in sorted(packaged)))
+        return packaged[setting[9:]], setting
     if setting != "model":
         return Path(setting).read_text(encoding="utf-8"), setting
     template = tokenizer.chat_template
@@ -184,25 +176,15 @@ def resolve_chat_template(tokenizer, setting: str, fmt: str, model_label: str):
         template = template.get("default")
     if not template:
         raise MaskCheckError(f"The tokenizer of {model_label} has no chat template.",
-                             "set chat_template to a TRL training template (e.g. trl:qwen3) or a .jinja file.")
-    if fmt == "messages" and not has_generation_markers(template):
-        from trl.chat_template_utils import get_training_chat_template
+                             "set chat_template to a training template (e.g. trl:qwen3, tunepack:gemma4_v5) or a .jinja file.")
+    if fmt != "messages" or has_generation_markers(template):
+        return template, "model"
+    try:
+        return pick_training_template(tokenizer, template, model_label, needs_tools=needs_tools, packaged=packaged)
+    except TemplateChoiceError as exc:
+        raise MaskCheckError(exc.problem, exc.fix) from None
 
-        try:
-            patched = get_training_chat_template(tokenizer)
-        except ValueError:
-            patched = None
-        if not patched:
-            raise MaskCheckError(
-                f"The chat template of {model_label} has no {{% generation %}} markers and TRL has no training "
-                "variant for it, so assistant-only loss cannot find the assistant tokens.",
-                "set chat_template to a TRL training template of the same family (e.g. trl:qwen3, trl:qwen2_5), "
-                "to a .jinja file with {% generation %}...{% endgeneration %} around assistant output, or train "
-                "on prompt/completion rows (completion-only loss).",
-            )
-        return patched, "model (TRL training variant)"
-    return template, "model"
-
+# --- one row -----------------------------------------------------------------------------------
 
 # --- one row -----------------------------------------------------------------------------------
 
@@ -237,82 +219,203 @@ def tokenize_row(tokenizer, messages, tools, chat_template: str, n_prompt: int =
     return ids, mask, text, offsets
 
 
-def check_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0, eot_ids=None) -> list[str]:
+def turn_layout(tokenizer, chat_template: str) -> tuple[str, ...]:
+    """The order in which the template renders a tool-calling assistant turn's parts: its text
+    ("content"), its calls ("calls") and the results that answer them ("results"). Most templates
+    give content, calls, results; Gemma 4 writes the results inside the model turn, before the text."""
+    messages = [
+        {"role": "user", "content": "probe question"},
+        {"role": "assistant", "content": PROBE_TEXT, "tool_calls": [
+            {"id": "p1", "type": "function", "function": {"name": PROBE_TOOL, "arguments": {PROBE_KEY: "x"}}}]},
+        {"role": "tool", "tool_call_id": "p1", "name": PROBE_TOOL, "content": PROBE_RESULT},
+        {"role": "assistant", "content": "probe answer"},
+    ]
+    try:
+        text = tokenizer.apply_chat_template(messages, chat_template=chat_template, tokenize=False)
+    except Exception:  # templates that refuse tool messages: plain turns only
+        return ("content", "calls", "results")
+    text = text.split("probe question", 1)[-1]
+    found = {part: text.find(needle) for part, needle in
+             (("content", PROBE_TEXT), ("calls", PROBE_TOOL), ("results", PROBE_RESULT))}
+    order = sorted((pos, part) for part, pos in found.items() if pos >= 0)
+    return tuple(part for _, part in order) + tuple(p for p in ("content", "calls", "results") if found[p] < 0)
+
+
+def _groups(messages) -> list[tuple[int, list[int]]]:
+    """Each non-tool message with the tool messages that follow it (they answer its calls)."""
+    groups: list[tuple[int, list[int]]] = []
+    for index, message in enumerate(messages):
+        if message.get("role") in TOOL_ROLES and groups:
+            groups[-1][1].append(index)
+        else:
+            groups.append((index, []))
+    return groups
+
+
+class _RowCheck:
+    """One rendered row, checked in two passes: locate every message's parts in the template's order
+    (``turn_layout``), then walk them in text order. A run of the model's own parts (text, tool calls,
+    possibly across messages the template joins into one turn) must end in a trained end-of-turn token
+    before the next context part; the run and its stop token are the only places trained tokens may be."""
+
+    def __init__(self, tokenizer, messages, ids, mask, text, offsets, n_prompt, eot_ids, layout):
+        self.tok, self.messages, self.ids, self.mask, self.text = tokenizer, messages, ids, mask, text
+        self.offsets, self.n_prompt, self.eot_ids, self.layout = offsets, n_prompt, eot_ids, layout
+        self.trained = bytearray(len(text))
+        for (start, end), m in zip(offsets, mask):
+            if m:
+                self.trained[start:end] = b"\x01" * (end - start)
+        self.allowed = bytearray(len(text))  # where trained tokens may fall: the model's own output
+        self.problems: list[str] = []
+        self.parts: list[tuple[int, int, bool, int, int]] = []  # start, end, generated?, message, group start
+
+    def fully_trained(self, start: int, end: int) -> bool:
+        return all(self.trained[i] or self.text[i].isspace() for i in range(start, end))
+
+    def problem(self, index: int, what: str) -> None:
+        self.problems.append(f"turn {index} ({self.messages[index].get('role')}): {what}")
+
+    # --- pass 1: locate ---
+
+    def locate(self, index: int, cursor: int):
+        """(start, end) of message ``index``'s text at or after ``cursor``; None when it has none."""
+        message = self.messages[index]
+        content = _text(message)
+        if not content:
+            return None
+        pos = self.text.find(content, cursor)
+        if message.get("role") in TOOL_ROLES:  # templates that render results with |tojson: the nearer form
+            escaped = json.dumps(content, ensure_ascii=False)[1:-1]
+            at = self.text.find(escaped, cursor) if escaped != content else -1
+            if at >= 0 and (pos < 0 or at < pos):
+                pos, content = at, escaped
+        if pos < 0:
+            self.problem(index, "its text is missing from the rendered conversation")
+            return None
+        return pos, pos + len(content)
+
+    def context(self, index: int, cursor: int, group_start: int) -> int:
+        span = self.locate(index, cursor)
+        if span is None:
+            return cursor
+        if any(self.trained[span[0]:span[1]]):
+            role = self.messages[index].get("role")
+            self.problem(index, f"{role} tokens are trained")
+        self.parts.append((*span, False, index, group_start))
+        return span[1]
+
+    def calls(self, index: int, cursor: int, group_start: int) -> int:
+        for call in self.messages[index].get("tool_calls") or []:
+            fn = call.get("function") or call
+            name, args = str(fn.get("name") or ""), fn.get("arguments")
+            at = self.text.find(name, cursor) if name else cursor
+            if at < 0:
+                self.problem(index, f"tool call '{name}' is missing from the rendered text")
+                continue
+            end = at + len(name)
+            if not self.fully_trained(at, end):
+                self.problem(index, f"tool call part '{name}' is not trained")
+            for key in (args if isinstance(args, dict) else []):  # templates may sort keys: search from the name
+                pos = self.text.find(str(key), at)
+                if pos < 0:
+                    self.problem(index, f"tool call part '{key}' is missing from the rendered text")
+                elif not self.fully_trained(pos, pos + len(str(key))):
+                    self.problem(index, f"tool call part '{key}' is not trained")
+                else:
+                    end = max(end, pos + len(str(key)))
+            self.parts.append((at, end, True, index, group_start))
+            cursor = end
+        return cursor
+
+    def group(self, head: int, answers: list[int], cursor: int) -> int:
+        start = cursor
+        if not (self.messages[head].get("role") == "assistant" and head >= self.n_prompt):
+            for index in [head, *answers]:
+                cursor = self.context(index, cursor, start)
+            return cursor
+        located = len(self.parts)
+        for part in self.layout:
+            if part == "content":
+                span = self.locate(head, cursor)
+                if span:
+                    if not self.fully_trained(*span):
+                        self.problem(head, "part of its text is not trained")
+                    self.parts.append((*span, True, head, start))
+                    cursor = span[1]
+            elif part == "calls":
+                cursor = self.calls(head, cursor, start)
+            elif answers:  # results come after the model hands over: skip its stop token and the call's values
+                eot = self.eot_between(cursor, len(self.text)) if len(self.parts) > located else None
+                cursor = self.offsets[eot][1] if eot is not None else cursor
+                for index in answers:
+                    cursor = self.context(index, cursor, start)
+        if not any(p[2] for p in self.parts[located:]):  # an empty turn still has to stop
+            self.parts.insert(located, (start, start, True, head, start))
+        return cursor
+
+    # --- pass 2: stops and the region the model writes ---
+
+    def eot_between(self, start: int, stop: int):
+        return next((i for i, (s, _) in enumerate(self.offsets)
+                     if start <= s < stop and self.ids[i] in self.eot_ids), None)
+
+    def close(self, index: int, region: int, after: int, limit: int) -> None:
+        eot = self.eot_between(after, limit)
+        if eot is None:
+            self.problem(index, "no end-of-turn token follows it")
+            end = after
+        else:
+            if not self.mask[eot]:
+                self.problem(index, "its end-of-turn token is not trained (the model would not learn to stop)")
+            end = self.offsets[eot][1]
+            while end < len(self.text) and self.text[end].isspace():  # templates may train the newline after it
+                end += 1
+        self.allowed[region:end] = b"\x01" * max(0, end - region)
+
+    def stops(self) -> None:
+        open_run, region, last_end, last_index, context_end = False, 0, 0, None, 0
+        for start, end, generated, index, group_start in sorted(self.parts, key=lambda p: (p[0], p[1])):
+            if not generated:
+                if open_run:
+                    self.close(last_index, region, last_end, start)
+                open_run, context_end = False, max(context_end, end)
+                continue
+            if not open_run:
+                open_run, region = True, max(group_start, context_end)
+            elif index != last_index:  # the next message: a stop between them must be trained; none = one turn
+                eot = self.eot_between(last_end, start)
+                if eot is not None and not self.mask[eot]:
+                    self.problem(last_index, "its end-of-turn token is not trained (the model would not learn to stop)")
+            last_end, last_index = max(last_end, end) if index == last_index else end, index
+        if open_run:
+            self.close(last_index, region, last_end, len(self.text))
+
+    def run(self) -> list[str]:
+        cursor = 0
+        for head, answers in _groups(self.messages):
+            cursor = self.group(head, answers, cursor)
+        self.stops()
+        stray = [i for i, ((s, e), m) in enumerate(zip(self.offsets, self.mask))
+                 if m and e > s and not any(self.allowed[s:e])]
+        if stray:
+            snippet = self.tok.decode([self.ids[i] for i in stray[:12]])
+            self.problems.append(f"{len(stray)} trained tokens lie outside assistant turns (e.g. {snippet!r})")
+        return self.problems
+
+
+def check_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0, eot_ids=None,
+              layout=None) -> list[str]:
     """Problems with one row's mask, each a short sentence naming the turn."""
     ids, mask, text, offsets = tokenize_row(tokenizer, messages, tools, chat_template, n_prompt)
-    eot_ids = eot_ids if eot_ids is not None else end_of_turn_ids(tokenizer)
-    problems = []
     if 1 not in mask:
         return ["no token is trained (the template produced an empty assistant mask)"]
     if offsets is None:  # cannot map tokens to characters: keep the span-level checks only
         spans = sum(1 for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1]))
         wanted = sum(1 for m in messages[n_prompt:] if m.get("role") == "assistant")
         return [] if spans >= wanted else [f"{wanted} assistant turns but only {spans} trained spans"]
-
-    trained = bytearray(len(text))
-    for (start, end), m in zip(offsets, mask):
-        if m:
-            trained[start:end] = b"\x01" * (end - start)
-    allowed = bytearray(len(text))  # characters inside assistant turns: trained tokens may fall here
-
-    def fully_trained(start: int, end: int) -> bool:
-        return all(trained[i] or text[i].isspace() for i in range(start, end))
-
-    cursor, region_start = 0, 0
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        is_target = role == "assistant" and index >= n_prompt
-        content = _text(message)
-        where = f"turn {index} ({role})"
-        if content:
-            pos = text.find(content, cursor)
-            if role == "tool":  # templates that render tool results with |tojson (gpt-oss): the nearer form
-                escaped = json.dumps(content, ensure_ascii=False)[1:-1]
-                at = text.find(escaped, cursor) if escaped != content else -1
-                if at >= 0 and (pos < 0 or at < pos):
-                    pos, content = at, escaped
-            if pos < 0:
-                problems.append(f"{where}: its text is missing from the rendered conversation")
-            else:
-                end = pos + len(content)
-                if is_target and not fully_trained(pos, end):
-                    problems.append(f"{where}: part of its text is not trained")
-                if not is_target and any(trained[pos:end]):
-                    problems.append(f"{where}: {role} tokens are trained")
-                cursor = end
-        if not is_target:
-            region_start = cursor
-            continue
-        for call in message.get("tool_calls") or []:
-            fn = call.get("function") or call
-            args = fn.get("arguments")
-            needles = [fn.get("name") or ""] + (list(args) if isinstance(args, dict) else [])
-            for needle in filter(None, needles):
-                pos = text.find(str(needle), cursor)
-                if pos < 0:
-                    problems.append(f"{where}: tool call part '{needle}' is missing from the rendered text")
-                    continue
-                if not fully_trained(pos, pos + len(str(needle))):
-                    problems.append(f"{where}: tool call part '{needle}' is not trained")
-                cursor = pos + len(str(needle))
-        eot = next((i for i, (s, _) in enumerate(offsets) if s >= cursor and ids[i] in eot_ids), None)
-        if eot is None:
-            problems.append(f"{where}: no end-of-turn token follows it")
-        else:
-            if not mask[eot]:
-                problems.append(f"{where}: its end-of-turn token is not trained (the model would not learn to stop)")
-            cursor = offsets[eot][1]
-            while cursor < len(text) and text[cursor].isspace():  # templates may train the newline after it
-                cursor += 1
-        allowed[region_start:cursor] = b"\x01" * (cursor - region_start)
-        region_start = cursor
-
-    stray = [i for i, ((s, e), m) in enumerate(zip(offsets, mask)) if m and e > s and not any(allowed[s:e])]
-    if stray:
-        snippet = tokenizer.decode([ids[i] for i in stray[:12]])
-        problems.append(f"{len(stray)} trained tokens lie outside assistant turns (e.g. {snippet!r})")
-    return problems
-
+    eot_ids = eot_ids if eot_ids is not None else end_of_turn_ids(tokenizer)
+    layout = layout or turn_layout(tokenizer, chat_template)
+    return _RowCheck(tokenizer, messages, ids, mask, text, offsets, n_prompt, eot_ids, layout).run()
 
 def preview(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0) -> str:
     """The rendered row with trained spans wrapped in ⟦ ⟧, for a person or an agent to read."""
@@ -351,13 +454,14 @@ def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_lab
         raise MaskCheckError(
             f"The chat template '{template_label}' has no {{% generation %}} markers, so assistant tokens "
             "cannot be told apart from the rest.",
-            "set chat_template to a TRL training template for the model family (e.g. trl:qwen3) or to a "
-            ".jinja file with {% generation %}…{% endgeneration %} around assistant output.",
+            "set chat_template to model (tunepack then picks a training variant of the model's own template), "
+            "to a training template of the model's family (e.g. trl:qwen3, tunepack:gemma4_v5) or to a .jinja "
+            "file with {% generation %}…{% endgeneration %} around assistant output.",
         )
-    if any(m.get("tool_calls") or m.get("role") == "tool" for msgs, _, _ in convs for m in msgs):
+    if any(m.get("tool_calls") or m.get("role") in TOOL_ROLES for msgs, _, _ in convs for m in msgs):
         require_tool_support(tokenizer, chat_template, template_label)
 
-    eot_ids = end_of_turn_ids(tokenizer)
+    eot_ids, layout = end_of_turn_ids(tokenizer), turn_layout(tokenizer, chat_template)
     lengths, truncated, dropped, problems = [], [], [], []
     trained_tokens = total_tokens = 0
     for index, (messages, tools, n_prompt) in enumerate(convs):
@@ -369,7 +473,7 @@ def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_lab
             (truncated if 1 in mask[:max_length] else dropped).append(index)
         if index < sample:
             problems.extend(f"row {index}, {p}" for p in check_row(
-                tokenizer, messages, tools, chat_template, n_prompt, eot_ids))
+                tokenizer, messages, tools, chat_template, n_prompt, eot_ids, layout))
     longest = max(range(len(lengths)), key=lengths.__getitem__)
     report = {
         "rows": len(rows), "rows_checked": min(sample, len(rows)), "format": fmt, "chat_template": template_label,
@@ -382,7 +486,8 @@ def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_lab
         raise MaskCheckError(
             f"The assistant mask is wrong in {len(problems)} places, e.g. {'; '.join(problems[:3])}.",
             "use a chat template whose {% generation %} block covers exactly the assistant output and its "
-            "end-of-turn token (e.g. trl:qwen3), then re-run; `tunepack` prints a mask preview of row 0.",
+            "end-of-turn token (e.g. trl:qwen3, or chat_template: model for a family tunepack knows), then "
+            "re-run; `tunepack data preview CONFIG` shows which tokens of a row are trained.",
         )
     if (truncated or dropped) and not allow_truncation:
         raise MaskCheckError(

@@ -28,6 +28,7 @@ def preview_row(config_path: str, row: int = 0, chars: int = 6000) -> dict:
     from ..config import load_config
     from ..errors import DataError
     from ..pipeline import ensure_tiny_model, read_local_rows
+    from ..resources import chat_templates
     from . import maskcheck as mc
 
     cfg = load_config(config_path)
@@ -41,7 +42,9 @@ def preview_row(config_path: str, row: int = 0, chars: int = 6000) -> dict:
     tokenizer = AutoTokenizer.from_pretrained(model, revision=cfg.model.revision,
                                               trust_remote_code=cfg.model.trust_remote_code)
     fmt = cfg.data.format if cfg.data.format != "auto" else mc.detect_format(rows[0].keys(), cfg.data.messages_column)
-    template, label = mc.resolve_chat_template(tokenizer, cfg.chat_template, fmt, cfg.model.name)
+    needs_tools = mc.rows_with_tools(rows, fmt, cfg.data.messages_column, cfg.data.tools_column) > 0
+    template, label = mc.resolve_chat_template(tokenizer, cfg.chat_template, fmt, cfg.model.name,
+                                               needs_tools=needs_tools, packaged=chat_templates())
     messages, tools, n_prompt = mc.conversation(rows[row], fmt, cfg.data.messages_column, cfg.data.tools_column)
     ids, mask, _, _ = mc.tokenize_row(tokenizer, messages, tools, template, n_prompt)
     text = mc.preview(tokenizer, messages, tools, template, n_prompt)

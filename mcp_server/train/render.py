@@ -20,7 +20,8 @@ import yaml
 
 from .. import __version__
 from ..config import TrainConfig
-from ..resources import render_template
+from ..resources import chat_templates, render_template
+from .chat_templates import pack
 from .distributed import extra_dependencies, launch_plan
 
 HERE = Path(__file__).resolve().parent
@@ -55,10 +56,6 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
     """The script text. ``model_path`` replaces ``model.name`` where it was resolved (tiny models);
     ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub."""
     run_name = run_name or run_name_for(cfg)
-    maskcheck = "".join(  # the script has its own __future__ import at the top
-        line for line in (HERE / "maskcheck.py").read_text(encoding="utf-8").splitlines(keepends=True)
-        if not line.startswith("from __future__")
-    )
     info = {
         "tunepack_version": __version__,
         "run_name": run_name,
@@ -78,8 +75,20 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         model_label=cfg.model.name,
         config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
-        maskcheck_source=maskcheck,
+        maskcheck_source=embedded_source("chat_templates.py") + "\n\n" + embedded_source("maskcheck.py"),
+        chat_templates_packed=wrapped(pack(chat_templates())),
+        chat_template_names=", ".join(sorted(chat_templates())),
     )
+
+
+def embedded_source(name: str) -> str:
+    """A stdlib-only module of this folder as the script embeds it (the script has its own __future__ import)."""
+    return "".join(line for line in (HERE / name).read_text(encoding="utf-8").splitlines(keepends=True)
+                   if not line.startswith("from __future__"))
+
+
+def wrapped(blob: str, width: int = 100) -> str:
+    return "\n".join(blob[i:i + width] for i in range(0, len(blob), width))
 
 
 def write_script(cfg: TrainConfig, out: str | Path, *, model_path: str | None = None,
