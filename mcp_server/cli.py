@@ -75,9 +75,12 @@ def cmd_render(args) -> None:
     from .pipeline import ensure_tiny_model, precheck_data
     from .train.render import write_script
 
-    from .traces.spine import training_config
+    from .traces.spine import training_config_or_pending
 
-    cfg = training_config(load_config(args.config))  # data.format traces: the script reads converted rows
+    # data.format traces: the script reads converted rows (sessions on an unreachable Hub: converted at run time)
+    cfg, pending = training_config_or_pending(load_config(args.config))
+    if pending:
+        print(f"tunepack: note: {pending}", file=sys.stderr)
     model_path = None
     if cfg.model.is_tiny:
         precheck_data(cfg)
@@ -239,7 +242,7 @@ def cmd_traces(args) -> None:
                           min_assistant_turns=args.min_assistant_turns, max_tokens=args.max_tokens,
                           tokenizer=args.tokenizer, drop_harness_context=args.drop_harness_context,
                           drop_failed_turns=not args.keep_failed_turns, template=args.template,
-                          keep_dangling_tool_calls=args.keep_dangling_tool_calls)
+                          keep_dangling_tool_calls=args.keep_dangling_tool_calls, max_length=args.max_length)
     _print_json(convert(args.paths, args.output, opts).short())
 
 
@@ -347,7 +350,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, help="dataset to write: .jsonl or .parquet")
     p.add_argument("--format", default="auto", choices=["auto", "pi", "claude-code", "codex", "opencode", "openai"])
     p.add_argument("--thinking", default="keep", choices=["keep", "drop"])
-    p.add_argument("--rows", default="conversation", choices=["conversation", "turn"])
+    p.add_argument("--rows", default="conversation", choices=["conversation", "turn", "window"],
+                   help="window = prompt/completion rows of at most --max-length tokens, cut at turn boundaries")
+    p.add_argument("--max-length", type=int, default=None, help="window length in tokens (--rows window)")
     p.add_argument("--model", default=None, help="only turns of models whose id contains this")
     p.add_argument("--min-assistant-turns", type=int, default=1)
     p.add_argument("--max-tokens", type=int, default=None, help="drop longer rows (needs --tokenizer)")

@@ -26,7 +26,7 @@ from .jobs import JobBackend, JobInfo, JobSpec, failure_error, get_backend, pars
 from .train.maskcheck import MaskCheckError, detect_format, rows_without_assistant
 from .train.render import config_hash, run_name_for, write_script
 from .train.tiny_model import fingerprint as tiny_fingerprint
-from .traces.spine import training_config
+from .traces.spine import training_config, training_config_or_pending
 
 TINY_VOCAB = 2048
 
@@ -141,8 +141,11 @@ def ensure_tiny_model(cfg: TrainConfig) -> str:
 # --- start, finish, run ---------------------------------------------------------------------------
 
 def data_size(cfg: TrainConfig) -> tuple[int, float]:
-    """Rows and a rough mean tokens per row (bytes / 4) of local data, for time estimates."""
-    cfg = training_config(cfg)
+    """Rows and a rough mean tokens per row (bytes / 4) of local data, for time estimates. Sessions on a Hub that
+    cannot be reached now count as unknown rows of windows that fill max_length."""
+    cfg, pending = training_config_or_pending(cfg)
+    if pending:  # windows of long sessions fill each run's max_length (estimates take min(avg, max_length))
+        return 0, float("inf")
     rows = precheck_data(cfg)
     size = sum(Path(p).stat().st_size for p in cfg.data.path)
     return rows, (size / rows / 4 if rows else 512.0)

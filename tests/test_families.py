@@ -205,11 +205,13 @@ def test_the_tutorial_config_parses_and_its_cpu_twin_loads(tmp_path):
     from conftest import REPO
     from mcp_server.config import load_config, parse_config
 
-    raw = yaml.safe_load((REPO / "examples" / "gemma4-traces.yaml").read_text())
+    raw = yaml.safe_load((REPO / "examples" / "gemma4-pi-traces.yaml").read_text())
     cfg = parse_config(raw)
     assert cfg.model.name == "google/gemma-4-E2B-it" and cfg.data.format == "traces" and cfg.chat_template == "model"
+    assert cfg.data.hub_id and not cfg.data.path
+    data = {k: v for k, v in raw["data"].items() if k not in ("hub_id", "revision")}
     twin = {**raw, "model": {"name": "tiny:gemma4"}, "chat_template": "tunepack:gemma4_v5",
-            "data": {**raw["data"], "path": str(REPO / "tests" / "fixtures" / "traces" / "pi")}}
+            "data": {**data, "path": str(REPO / "tests" / "fixtures" / "traces" / "pi")}}
     (tmp_path / "twin.yaml").write_text(yaml.safe_dump(twin))
     loaded = load_config(tmp_path / "twin.yaml")
     assert loaded.chat_template == "tunepack:gemma4_v5" and loaded.model.is_tiny

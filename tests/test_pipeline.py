@@ -44,10 +44,10 @@ def test_demo_trains_tracks_registers_and_writes_the_card(demo_run):
     assert demo_run["trackio_dir"] == os.environ["TRACKIO_DIR"]
 
 
-def config(tmp_path, data: Path, name: str, **training) -> Path:
+def config(tmp_path, data: Path, name: str, windows: str = "auto", **training) -> Path:
     path = tmp_path / "cfg.yaml"
     path.write_text(json.dumps({
-        "model": {"name": "tiny:qwen3"}, "data": {"path": str(data)},
+        "model": {"name": "tiny:qwen3"}, "data": {"path": str(data), "windows": windows},
         "training": {"max_length": 128, "max_steps": 2, "gradient_checkpointing": False, **training},
         "tracking": {"project": "pipeline-tests"}, "output": {"name": name},
     }))
@@ -87,13 +87,21 @@ def test_file_with_only_blank_lines_has_no_rows(tmp_path):
 
 def test_max_length_that_cuts_assistant_tokens_fails_and_leaves_nothing(tmp_path):
     data = write_jsonl(tmp_path / "rows.jsonl", short_rows())
-    with pytest.raises(DataError) as err:
-        run_pipeline(config(tmp_path, data, "too-short", max_length=24))
+    with pytest.raises(DataError) as err:  # windows would split the rows; with windows off they are cut
+        run_pipeline(config(tmp_path, data, "too-short", windows="off", max_length=24))
     assert "training.max_length=24 cuts trained assistant tokens" in err.value.problem
     assert "raise training.max_length to at least" in err.value.fix
     assert versions("too-short") == []
     runs = Path(os.environ["TUNEPACK_HOME"]) / "runs"
     assert not any((d / "adapter").exists() for d in runs.iterdir())
+
+
+def test_windows_cannot_save_turns_longer_than_max_length(tmp_path):
+    data = write_jsonl(tmp_path / "rows.jsonl", short_rows())
+    with pytest.raises(DataError) as err:
+        run_pipeline(config(tmp_path, data, "no-turn-fits", max_length=24))
+    assert "No assistant turn fits training.max_length" in err.value.problem and "raise training.max_length" in err.value.fix
+    assert versions("no-turn-fits") == []
 
 
 def test_tiny_model_needs_local_data(tmp_path):

@@ -67,6 +67,9 @@ class TracesSection(Section):
         False, description="Drop harness-injected context (Codex environment/AGENTS.md/developer messages and "
         "system prompt, Claude Code <system-reminder> blocks).")
     drop_failed_turns: bool = Field(True, description="Drop aborted and errored assistant turns.")
+    windows: Literal["auto", "off"] | None = Field(
+        None, description="Sets data.windows for the converted sessions (auto: sessions longer than "
+        "training.max_length are split into windows that fit).")
 
 
 class DataSection(Section):
@@ -80,8 +83,9 @@ class DataSection(Section):
         "auto",
         description="messages = conversational rows (TRL 'messages' + optional 'tools'); "
         "prompt_completion = 'prompt'/'completion' rows; auto = detect from the columns; "
-        "traces = data.path holds raw agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat), "
-        "converted to chat rows on the host before training (options in data.traces).",
+        "traces = raw agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat) in data.path, or the session "
+        "files of a Hub dataset repo in data.hub_id (at data.revision), converted to chat rows on the host before "
+        "training (options in data.traces).",
     )
     traces: TracesSection | None = Field(None, description="Conversion options for data.format: traces.")
     split: str = Field("train", description="Split to train on.")
@@ -98,6 +102,17 @@ class DataSection(Section):
     )
     mask_check_rows: int = Field(
         256, ge=1, description="How many rows the mask check renders and verifies token by token."
+    )
+    windows: Literal["auto", "off"] = Field(
+        "auto",
+        description="auto = a conversation longer than training.max_length is split at turn boundaries into "
+        "prompt/completion rows that fit (system prompt + first user message + as much preceding context as "
+        "fits, then the next assistant turns); completion-only plus assistant-only loss train every assistant "
+        "turn exactly once and never the repeated context. off = long rows fail the mask check (or are cut "
+        "with allow_truncation).",
+    )
+    window_context: float = Field(
+        0.5, gt=0, lt=1, description="At most this share of max_length repeats earlier turns as context in a window."
     )
 
     @field_validator("path", mode="before")
@@ -119,8 +134,9 @@ class DataSection(Section):
                 f"data.eval_split '{self.eval_split}' needs a Hub dataset (data.hub_id); "
                 "for local files hold out rows with data.eval_fraction (e.g. 0.1) instead"
             )
-        if self.format == "traces" and not self.path:
-            raise ValueError("data.format 'traces' converts local session files: put them in data.path")
+        if self.format == "traces" and self.eval_split:
+            raise ValueError("data.eval_split does not apply to raw agent sessions (data.format traces); hold out "
+                             "converted rows with data.eval_fraction (e.g. 0.05) instead")
         if self.traces is not None and self.format != "traces":
             raise ValueError(f"data.traces is set but data.format is '{self.format}'; "
                              "set data.format: traces (or remove data.traces)")

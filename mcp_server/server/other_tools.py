@@ -224,7 +224,9 @@ def register(server) -> None:
 
     @server.tool()
     @guarded
-    def data_inspect(path: Annotated[str, Field(description="A .jsonl/.json/.parquet file or a folder of them.")],
+    def data_inspect(path: Annotated[str, Field(description="A .jsonl/.json/.parquet file or a folder of them, or a "
+                                                "Hub repo of raw agent sessions as hf://datasets/NS/NAME[@REV] "
+                                                "(downloaded and converted to chat rows).")],
                      messages_column: Annotated[str, Field(description="Column holding the conversations.")]
                      = "messages",
                      tools_column: Annotated[str, Field(description="Column holding tool schemas.")] = "tools"

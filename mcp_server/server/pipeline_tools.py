@@ -127,13 +127,16 @@ def register(server) -> None:
                         ) -> RenderResult:
         """Render the self-contained PEP 723 QLoRA SFT script for a config (runs with python, uv run, or as
         an HF Jobs uv script)."""
-        from ..traces.spine import training_config
+        from ..traces.spine import training_config_or_pending
 
-        cfg = training_config(load_config(config_path))  # data.format traces: the script reads converted rows
+        # data.format traces: the script reads converted rows (sessions on an unreachable Hub: converted at run time)
+        cfg, pending = training_config_or_pending(load_config(config_path))
         model_path = str(tiny_model_path(cfg)) if cfg.model.is_tiny else None
         run_name = run_name_for(cfg)
         out = write_script(cfg, output_path, model_path=model_path, run_name=run_name)
         how = f"python {out} (add --check-only for the mask check alone), or uv run {out}"
+        if pending:
+            how = f"{pending} Run the config with pipeline_run."
         if model_path and not Path(model_path, "config.json").is_file():
             how += (f"; the tiny model is built by pipeline_run/pipeline_preflight, or by hand: "
                     f"tunepack tiny-model --data {' '.join(cfg.data.path)} -o {model_path}")

@@ -23,7 +23,9 @@ Source = Annotated[Literal["local", "hf"], Field(
     description="'local': the DuckDB twin over files on this machine (dataset = a path); 'hf': the Hub's "
                 "Datasets Viewer (dataset = a Hub id such as 'owner/name'; private data needs HF_TOKEN).")]
 Dataset = Annotated[str, Field(description="A local path (file, folder, save_to_disk or datasets-cache folder) "
-                                           "with source='local', or a Hub dataset id with source='hf'.")]
+                                           "with source='local', or a Hub dataset id with source='hf'; for "
+                                           "viewer_traces also a Hub repo of raw agent sessions as "
+                                           "hf://datasets/NS/NAME[@REV] (converted to chat rows locally).")]
 Config = Annotated[str, Field(description="Config name ('default' for local data; viewer_splits lists them).")]
 Split = Annotated[str, Field(description="Split name, e.g. train or test (viewer_splits lists them).")]
 Offset = Annotated[int, Field(description="Index of the first row of the page.", ge=0)]

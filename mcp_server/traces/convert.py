@@ -52,18 +52,35 @@ def read_source(fmt: str, path: Path, opts: ConvertOptions) -> tuple[list[Conver
     return conversations, report
 
 
+def windowed(rows: list[dict], counter: TokenCounter, opts: ConvertOptions) -> tuple[list[dict], dict]:
+    """Conversation rows cut into windows of ``opts.max_length`` tokens (train/windows.py)."""
+    from ..train.windows import window_rows
+
+    meta = [{k: v for k, v in r.items() if k not in ("messages", "tools")} for r in rows]
+    return window_rows([(r["messages"], r["tools"], m) for r, m in zip(rows, meta)], counter.count_messages,
+                       opts.max_length, context_share=opts.window_context)
+
+
 def _catalog_key(conv: Conversation) -> str:
     return conv.format if conv.format != "openai" else f"openai:{conv.source}"
 
 
 def convert(paths: list[str | Path], out: str | Path | None, opts: ConvertOptions | None = None, *,
             allow_empty: bool = False) -> ConvertReport:
-    """Convert every session under ``paths`` and write the rows to ``out`` (None: count only, write nothing)."""
+    """Convert every session under ``paths`` and write the rows to ``out`` (None: count only, write nothing).
+    A path may be a Hub dataset repo of sessions, ``hf://datasets/NS/NAME[@REVISION]`` (downloaded, pinned)."""
+    from .hub import resolve_paths
+
     opts = opts or ConvertOptions()
+    paths, source = resolve_paths([str(p) for p in paths])
     template = normalize_name(opts.template)
     if opts.max_tokens and not opts.tokenizer:
         raise TraceError("--max-tokens needs a tokenizer to count tokens with.",
                          "add --tokenizer DIR (a local model or tokenizer folder), or drop --max-tokens.")
+    if opts.rows == "window" and not (opts.tokenizer and opts.max_length):
+        raise TraceError("--rows window needs a tokenizer and a window length to cut sessions by tokens.",
+                         "add --tokenizer DIR (the model's tokenizer folder) and --max-length N (training.max_length); "
+                         "or keep conversation rows: the training script windows long ones itself (data.windows: auto).")
     out_path = check_output(out) if out is not None else None
     counter = TokenCounter(opts.tokenizer, template)
     sources, skipped = find_sources(paths, opts.format)
@@ -92,7 +109,7 @@ def convert(paths: list[str | Path], out: str | Path | None, opts: ConvertOption
 
     check_template(template, opts.rows, sum(1 for _, n, _ in normalized if has_tools(n.messages)))
     result = ConvertReport(output=str(out_path) if out_path else None, row_format=opts.rows,
-                           token_counter=counter.label)
+                           token_counter=counter.label, source=source)
     rows: list[dict] = []
     shaping: Counter = Counter()
     calls: Counter = Counter()
@@ -109,10 +126,12 @@ def convert(paths: list[str | Path], out: str | Path | None, opts: ConvertOption
             if turns is not None:
                 result.assistant_turns += len(turns)
                 calls.update(c["function"]["name"] for m in turns for c in m.get("tool_calls") or [])
-        if opts.rows == "conversation":
+        if opts.rows in ("conversation", "window"):
             result.assistant_turns += norm.assistant_turns
             calls.update(norm.tool_calls)
 
+    if opts.rows == "window":
+        rows, result.windows = windowed(rows, counter, opts)
     result.rows = len(rows)
     result.sessions = sum(f.sessions for f in files)
     result.tool_calls = sum(calls.values())

@@ -33,9 +33,13 @@ class ConvertOptions(BaseModel):
     format: SourceFormat = Field("auto", description="Session format; auto = detect per file / folder.")
     thinking: Literal["keep", "drop"] = Field(
         "keep", description="keep = reasoning goes to the assistant message's reasoning_content; drop = removed.")
-    rows: Literal["conversation", "turn"] = Field(
+    rows: Literal["conversation", "turn", "window"] = Field(
         "conversation", description="conversation = one 'messages' row per conversation; turn = one "
-        "prompt/completion row per assistant turn.")
+        "prompt/completion row per assistant turn; window = prompt/completion rows that fit max_length, split "
+        "at turn boundaries (every assistant turn trained once; needs tokenizer and max_length).")
+    max_length: int | None = Field(None, ge=64, description="Window length in tokens (rows=window).")
+    window_context: float = Field(0.5, gt=0, lt=1, description="At most this share of a window repeats earlier "
+                                                                "turns as (untrained) context.")
     model: str | None = Field(None, description="Keep only turns produced by models whose id contains this "
                                                 "(case-insensitive); conversation rows keep a conversation "
                                                 "when any of its assistant turns matches.")

@@ -54,6 +54,12 @@ class TokenCounter:
         self.template = self.template or self.tokenizer.chat_template
         self.label = f"tokenizer {tokenizer_dir}" + (f" with template {template}" if template else "")
 
+    def count_messages(self, messages: list[dict], tools) -> int:
+        """Exact tokens of ``messages`` rendered with the template (windows need a tokenizer)."""
+        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, chat_template=self.template,
+                                                 tokenize=True, return_dict=True)
+        return len(out["input_ids"])
+
     def count(self, row: dict) -> int:
         messages = row.get("messages") or (row.get("prompt", []) + row.get("completion", []))
         if self.tokenizer is None:
@@ -87,7 +93,7 @@ def build_rows(conv: Conversation, norm: Normalized, tools: list[dict], opts: Co
     for m in shaped:
         m.pop("_i", None)
     meta = {"source": conv.source, "format": conv.format, "session": conv.session, "part": conv.part}
-    if opts.rows == "conversation":
+    if opts.rows in ("conversation", "window"):  # windows are cut from conversation rows afterwards
         if opts.model and not any(_matches(m, opts.model) for m in models if m is not None):
             report.add("model_filter")
             return []

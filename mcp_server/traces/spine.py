@@ -11,9 +11,13 @@ by ``chat_template: trl:<name>`` / ``tunepack:<name>``, or for ``chat_template: 
 template as far as the host can tell (``train/families.py``: the replica's, a local or cached tokenizer's,
 else the family from the model's name); a template that cannot carry tool calls is refused.
 
+Sessions may also come from a Hub dataset repo of raw session files (``data.hub_id`` + ``data.revision``):
+they are downloaded at the commit the revision points at (``hub.py``) and the stats record the commit and
+each file's hash.
+
 Usage (YAML):
     data:
-      path: ~/.pi/agent/sessions
+      path: ~/.pi/agent/sessions      # or: hub_id: alice/pi-sessions, revision: main
       format: traces
       traces: {thinking: drop, drop_harness_context: true}
     chat_template: trl:qwen3
@@ -47,12 +51,23 @@ def shaping_template(cfg: TrainConfig) -> str | None:
 
 
 def options_for(cfg: TrainConfig) -> ConvertOptions:
-    section = cfg.data.traces.model_dump() if cfg.data.traces else {}
+    section = cfg.data.traces.model_dump(exclude={"windows"}) if cfg.data.traces else {}
     return ConvertOptions(**{**section, "template": shaping_template(cfg)})
+
+
+def sources(cfg: TrainConfig) -> list[str]:
+    """The session paths to convert: data.path, or the Hub repo as an hf://datasets/ reference."""
+    if cfg.data.hub_id:
+        return [f"hf://datasets/{cfg.data.hub_id}" + (f"@{cfg.data.revision}" if cfg.data.revision else "")]
+    return list(cfg.data.path)
 
 
 def _digest(cfg: TrainConfig, opts: ConvertOptions) -> str:
     digest = hashlib.sha256(opts.model_dump_json().encode())
+    if cfg.data.hub_id:  # a branch moves: the commit it points at now is part of the key
+        from .hub import _commit
+
+        digest.update(f"{cfg.data.hub_id}@{_commit(cfg.data.hub_id, cfg.data.revision)}".encode())
     for entry in cfg.data.path:
         root = Path(entry)
         for path in sorted([root] if root.is_file() else (p for p in root.rglob("*") if p.is_file())):
@@ -70,16 +85,46 @@ def training_config(cfg: TrainConfig, out_dir: str | Path | None = None) -> Trai
     rows = folder / ROWS_FILE
     stats = folder / "traces.stats.json"
     if out_dir is not None or not (rows.is_file() and stats.is_file()):
-        convert(cfg.data.path, rows, opts)
+        convert(sources(cfg), rows, opts)
     fmt = "prompt_completion" if opts.rows == "turn" else "messages"
-    data = cfg.data.model_copy(update={"path": [str(rows)], "format": fmt, "traces": None,
+    windows = (cfg.data.traces.windows if cfg.data.traces else None) or cfg.data.windows
+    data = cfg.data.model_copy(update={"path": [str(rows)], "hub_id": None, "revision": None, "format": fmt,
+                                       "traces": None, "windows": windows,
                                        "messages_column": "messages", "tools_column": "tools"})
     return cfg.model_copy(update={"data": data})
+
+
+def training_config_or_pending(cfg: TrainConfig) -> tuple[TrainConfig, str | None]:
+    """``training_config(cfg)``, or — when its sessions are on a Hub that cannot be reached now — ``cfg``
+    unconverted and a note saying the conversion happens when the pipeline runs (for offline render/plan)."""
+    from .hub import HubUnreachable
+
+    try:
+        return training_config(cfg), None
+    except HubUnreachable as exc:
+        return cfg, (f"{exc.problem} The sessions of {cfg.data.hub_id} are downloaded and converted when the pipeline "
+                     "runs (tunepack run / pipeline_run); this script alone cannot read raw sessions.")
 
 
 def conversion_stats(cfg: TrainConfig) -> dict | None:
     """The stats written next to the converted rows of a converted config, if any."""
     if not cfg.data.path:
         return None
-    path = Path(cfg.data.path[0]).with_name("traces.stats.json")
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    from .writer import stats_path_for
+
+    path = stats_path_for(Path(cfg.data.path[0]))
+    try:
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except ValueError:
+        return None
+
+
+def provenance(cfg: TrainConfig) -> dict | None:
+    """What the rendered script records of converted sessions: their source (a Hub repo's commit and file
+    hashes) and the conversion's counts."""
+    stats = conversion_stats(cfg)
+    if not stats:
+        return None
+    keys = ("source", "sessions", "conversations", "rows", "assistant_turns", "tool_calls", "dropped", "redactions",
+            "windows", "row_format")
+    return {k: stats.get(k) for k in keys}

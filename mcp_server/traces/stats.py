@@ -70,6 +70,10 @@ class ConvertReport(BaseModel):
     dropped: dict[str, int] = Field(default_factory=dict, description="reason → count, summed over files")
     redactions: dict[str, int] = Field(default_factory=dict, description="secret kind → replacements")
     notes: list[str] = Field(default_factory=list)
+    source: dict | None = Field(None, description="sessions from a Hub dataset repo: hub_id, revision, commit and "
+                                                  "each file's size and sha256")
+    windows: dict | None = Field(None, description="rows=window: turns trained and dropped (by reason), windows, "
+                                                   "and the compute multiplier (tokens processed ÷ session tokens)")
     files: list[FileReport] = Field(default_factory=list)
 
     def short(self) -> dict:

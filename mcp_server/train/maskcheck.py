@@ -177,12 +177,14 @@ def resolve_chat_template(tokenizer, setting: str, fmt: str, model_label: str, *
     if not template:
         raise MaskCheckError(f"The tokenizer of {model_label} has no chat template.",
                              "set chat_template to a training template (e.g. trl:qwen3, tunepack:gemma4_v5) or a .jinja file.")
-    if fmt != "messages" or has_generation_markers(template):
+    if has_generation_markers(template):
         return template, "model"
     try:
         return pick_training_template(tokenizer, template, model_label, needs_tools=needs_tools, packaged=packaged)
     except TemplateChoiceError as exc:
-        raise MaskCheckError(exc.problem, exc.fix) from None
+        if fmt == "messages":
+            raise MaskCheckError(exc.problem, exc.fix) from None
+        return template, "model (completion-only loss: no training variant with generation markers)"
 
 # --- one row -----------------------------------------------------------------------------------
 
@@ -200,15 +202,18 @@ def end_of_turn_ids(tokenizer) -> set[int]:
 def tokenize_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0):
     """Token ids, the 0/1 trained mask, the rendered text and each token's character span."""
     kwargs = {"tools": tools, "chat_template": chat_template}
-    if n_prompt:
+    if n_prompt:  # completion-only loss, and assistant-only too where the template marks the assistant (as TRL)
         prompt_ids = tokenizer.apply_chat_template(
             messages[:n_prompt], tokenize=True, add_generation_prompt=True, return_dict=True, **kwargs)["input_ids"]
-        out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, **kwargs)
+        marked = has_generation_markers(chat_template)
+        out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True,
+                                            return_assistant_tokens_mask=marked, **kwargs)
         ids = list(out["input_ids"])
         common = 0
         while common < min(len(ids), len(prompt_ids)) and ids[common] == prompt_ids[common]:
             common += 1
-        mask = [0] * common + [1] * (len(ids) - common)
+        assistant = list(out["assistant_masks"]) if marked else [1] * len(ids)
+        mask = [0] * common + assistant[common:]
     else:
         out = tokenizer.apply_chat_template(
             messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True, **kwargs)

@@ -65,6 +65,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "git_commit": _git_commit(Path.cwd()),
         "push": push,
         "launch": launch_plan(cfg),  # distributed.processes > 1: the script re-runs itself under the launcher
+        "traces": _provenance(cfg),  # converted agent sessions: their source (Hub commit, file hashes) and counts
     }
     return render_template(
         TEMPLATE,
@@ -75,10 +76,16 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         model_label=cfg.model.name,
         config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
-        maskcheck_source=embedded_source("chat_templates.py") + "\n\n" + embedded_source("maskcheck.py"),
+        maskcheck_source="\n\n".join(embedded_source(n) for n in ("chat_templates.py", "maskcheck.py", "windows.py")),
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )
+
+
+def _provenance(cfg: TrainConfig) -> dict | None:
+    from ..traces.spine import provenance
+
+    return provenance(cfg)
 
 
 def embedded_source(name: str) -> str:

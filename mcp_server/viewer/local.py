@@ -79,7 +79,10 @@ def inspect_dataset(paths: list[str], messages_column: str = "messages", tools_c
     import duckdb
 
     from ..pipeline import read_local_rows
+    from ..traces.hub import PREFIX, converted_rows
 
+    # a Hub repo of raw agent sessions (hf://datasets/NS/NAME[@REV]): the chat rows it converts to
+    paths = [str(converted_rows(p)) if str(p).startswith(PREFIX) else p for p in paths]
     files = _files(paths)
     con = duckdb.connect()
     columns: dict[str, str] = {}

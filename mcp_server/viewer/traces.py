@@ -151,7 +151,16 @@ class _Tally:
 
 def trace_view(backend: ViewerBackend, dataset: str, config: str, split: str, column: str = "messages",
                max_rows: int = 20000) -> TraceView:
-    """Scan the first ``max_rows`` rows of ``column`` and count their conversation structure."""
+    """Scan the first ``max_rows`` rows of ``column`` and count their conversation structure. A Hub repo of raw
+    agent sessions (``hf://datasets/NS/NAME[@REV]``) is downloaded, converted and read through the local twin."""
+    if dataset.startswith("hf://datasets/"):
+        from ..traces.hub import converted_rows
+        from .twin import TwinViewer
+
+        rows = converted_rows(dataset)
+        view = trace_view(TwinViewer(), str(rows), "default", "train", "messages", max_rows)
+        return view.model_copy(update={"dataset": dataset, "notes": view.notes + [
+            f"raw agent sessions converted to chat rows with the default options ({rows})"]})
     total = backend.rows(dataset, config, split, 0, 0).num_rows_total
     tally, scanned = _Tally(), 0
     for row_idx, row in backend.iter_rows(dataset, config, split, max_rows, [column]):

@@ -13,7 +13,10 @@ Shapes not in hf-apis.md:
   ``job.write``).
 - ``/api/jobs/hardware``'s fields come from ``JobHardwareInfo.__init__`` in huggingface_hub 2.4.
 - ``revision``, ``tree`` and ``resolve`` (used by ``snapshot_download`` when a retried job looks for its
-  last checkpoint): the fields huggingface_hub 2.4 reads — ``sha`` and ``siblings[].rfilename``;
+  last checkpoint, and to fetch a dataset repo of agent sessions): the fields huggingface_hub 2.4 reads —
+  ``sha`` and ``siblings[].rfilename`` (``/api/datasets/{repo}`` alone is the main revision); a revision that
+  is neither ``main``, a commit nor one of the repo's
+  ``tags`` answers 404 with ``X-Error-Code: RevisionNotFound``;
   tree entries ``type/path/size/oid``; resolve headers ``X-Repo-Commit``, ``ETag``, ``Content-Length``.
 - Hub search (public: answered without a token, 401 only for a wrong one), as huggingface_hub 2.4 calls it:
   ``GET /api/models`` and ``/api/datasets`` (``search``, ``author``, ``filter`` repeated — every tag must match —
@@ -166,6 +169,16 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _coded_error(self, status: int, code: str, message: str) -> None:
+        """An error with the ``X-Error-Code`` header huggingface_hub maps to its typed errors."""
+        body = json.dumps({"error": message}).encode()
+        self.send_response(status)
+        self.send_header("X-Error-Code", code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def _error(self, status: int, message: str) -> None:
         self._send(status, {"error": message})
 
@@ -215,11 +228,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, HARDWARE)
         if path in SEARCH_PARAMS or path.startswith("/api/papers/"):
             return self._search(req)
-        m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)/revision/(.+)", path)
+        m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)(?:/revision/(.+))?", path)
         if m:
             repo = s.repos.get(m.group(2))
             if repo is None or not repo["commits"]:
-                return self._error(404, "Repository not found")
+                return self._coded_error(404, "RepoNotFound", "Repository not found")
+            if (m.group(3) or "main") not in ("main", *repo["commits"], *repo.get("tags", ())):
+                return self._coded_error(404, "RevisionNotFound", f"Invalid rev id: {m.group(3)}")
             return self._send(200, {"id": m.group(2), "sha": repo["commits"][-1], "private": repo["private"],
                                     "siblings": [{"rfilename": p} for p in sorted(repo["files"])]})
         m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)/tree/([^/]+)", path)

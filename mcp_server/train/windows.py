@@ -1,0 +1,183 @@
+"""Windows: a conversation longer than ``training.max_length`` split at turn boundaries into rows that fit.
+
+Agent sessions run to hundreds of thousands of tokens; training sequences are a few thousand. Cutting a
+session (TRL's truncation) trains only its first turns; one row per turn repeats the whole history.
+A window instead is a prompt/completion row:
+- the prompt holds the session's head (system prompt and the task's first user message; the tools
+  travel in the row's ``tools`` column) and the turns just before the window, newest first, within
+  ``context_share`` of ``max_length``. When the turn right before the window does not fit whole (a tool
+  result of 50,000 characters), it comes with its long texts cut in the middle, marked, to fit;
+- the completion holds the next assistant turns for as long as the row fits; its last turn ends at the
+  assistant's message (where the model stops to call tools): the results of those calls open the next
+  window's context.
+Training uses completion-only loss together with assistant-only loss: only the assistant turns of the
+completion are trained, so every assistant turn is trained exactly once and context a window repeats
+is never trained again (the mask check verifies both, token by token). A turn whose own message does
+not fit beside the head is dropped and counted by reason.
+
+Like ``maskcheck.py`` this module is embedded verbatim in the training script (standard library only);
+token counts come from a ``count(messages, tools) -> int`` function that renders with the training template.
+"""
+
+import json
+
+TOOL_ROLES = ("tool", "ipython")
+CUT = "\n[… {n} characters cut by tunepack to fit the training window …]\n"
+
+
+def split_units(messages: list) -> tuple[int, list[tuple[int, int, bool]]]:
+    """(length of the head, units): a unit is (start, end, is_assistant) — an assistant message with the
+    tool results after it, or a user message. The head runs through the first user message."""
+    first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+    head = first_user + 1 if first_user is not None else next(
+        (i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
+    units: list[list] = []
+    for index in range(head, len(messages)):
+        role = messages[index].get("role")
+        if role in TOOL_ROLES and units:
+            units[-1][1] = index + 1
+        else:
+            units.append([index, index + 1, role == "assistant"])
+    return head, [tuple(u) for u in units]
+
+
+class _Planner:
+    """Token costs of one conversation's units, measured after the head, and the windows cut from them."""
+
+    def __init__(self, messages, tools, count, max_length: int, context_share: float):
+        self.messages, self.tools, self.count, self.max_length = messages, tools, count, max_length
+        self.head_len, self.units = split_units(messages)
+        self.head = messages[:self.head_len]
+        self.base = count(self.head, tools)
+        self.full = [self.cost(messages[s:e]) for s, e, _ in self.units]  # the unit with its tool results
+        self.own = [self.cost(messages[s:s + 1]) if a else f for (s, _, a), f in zip(self.units, self.full)]
+        self.context_budget = int(max_length * context_share)
+        self.trimmed = 0
+
+    def cost(self, messages) -> int:
+        try:
+            return max(1, self.count(self.head + messages, self.tools) - self.base)
+        except Exception:  # a template that cannot render these after the head alone: estimate
+            return max(1, len(json.dumps(messages, ensure_ascii=False)) // 3)
+
+    def context(self, i: int, room: int) -> list:
+        """The messages just before unit ``i`` that fit in ``room`` tokens, the nearest one cut to fit if need be."""
+        j, used = i, 0
+        while j > 0 and used + self.full[j - 1] <= room:
+            j -= 1
+            used += self.full[j]
+        if j < i:
+            return self.messages[self.units[j][0]:self.units[i][0]]
+        if i == 0 or room < 64:
+            return []
+        start, end, _ = self.units[i - 1]
+        return trim(self.messages[start:end], self.full[i - 1], room)
+
+    def window(self, i: int):
+        """(prompt, completion, trained assistant indices, next unit, tokens) for a window from unit ``i``."""
+        room = self.max_length - self.base
+        context = self.context(i, min(self.context_budget, room - self.own[i]))
+        used = self.cost(context) if context else 0
+        stop = i + 1  # units i..stop-1; every one but the last counts with its tool results
+        while stop < len(self.units) and used + sum(self.full[i:stop]) + self.own[stop] <= room:
+            stop += 1
+        while stop > i + 1 and not self.units[stop - 1][2]:  # a completion ends with an assistant turn
+            stop -= 1
+        return self.fit(i, stop, context)
+
+    def fit(self, i: int, stop: int, context: list):
+        """Render the planned window; shrink it (later turns, then context) until it really fits."""
+        for _ in range(64):
+            start, _, _ = self.units[stop - 1]
+            completion = self.messages[self.units[i][0]:start + 1]
+            prompt = self.head + context
+            try:
+                tokens = self.count(prompt + completion, self.tools)
+            except Exception:
+                tokens = self.max_length + 1
+            if tokens <= self.max_length:
+                if context and context[-1] is not self.messages[self.units[i][0] - 1]:
+                    self.trimmed += 1
+                trained = [s for s, _, a in self.units[i:stop] if a]
+                return prompt, completion, trained, stop, tokens
+            if stop > i + 1:
+                stop -= 1
+                while stop > i + 1 and not self.units[stop - 1][2]:
+                    stop -= 1
+            elif context:  # drop the oldest context unit (a message and the tool results after it)
+                cut = 1
+                while cut < len(context) and context[cut].get("role") in TOOL_ROLES:
+                    cut += 1
+                context = context[cut:]
+            else:
+                return None
+        return None
+
+
+def trim(messages: list, tokens: int, room: int) -> list:
+    """A copy of ``messages`` whose user and tool texts are cut in the middle to fit about ``room`` tokens."""
+    keep = max(0.0, (room - 16 * len(messages)) / max(tokens, 1)) * 0.85
+    out = []
+    for m in messages:
+        content = m.get("content")
+        if m.get("role") != "assistant" and isinstance(content, str) and len(content) > 200:
+            n = max(100, int(len(content) * keep))
+            if n < len(content):
+                content = content[:n // 2] + CUT.format(n=len(content) - n) + content[len(content) - n // 2:]
+        out.append({**m, "content": content})
+    return out
+
+
+def window_conversation(messages: list, tools, count, max_length: int, context_share: float = 0.5):
+    """(windows, dropped, trimmed): windows are (prompt, completion, trained assistant message indices, tokens);
+    dropped are (assistant message index, reason); trimmed counts windows whose context was cut to fit."""
+    plan = _Planner(messages, tools, count, max_length, context_share)
+    windows, dropped, i = [], [], 0
+    while i < len(plan.units):
+        start, _, is_assistant = plan.units[i]
+        if not is_assistant:
+            i += 1
+            continue
+        made = plan.window(i) if plan.base + plan.own[i] <= max_length else None
+        if made is None:
+            dropped.append((start, "turn_longer_than_max_length"))
+            i += 1
+            continue
+        prompt, completion, trained, i, tokens = made
+        windows.append((prompt, completion, trained, tokens))
+    return windows, dropped, plan.trimmed
+
+
+def window_rows(rows: list, count, max_length: int, *, context_share: float = 0.5, keep_turns: bool = False):
+    """(rows, stats) for rows given as (messages, tools, extra columns). Rows that fit become prompt/completion
+    rows whole (prompt: through the first user message); longer ones become windows. ``stats`` counts turns
+    trained and dropped (by reason), rows windowed, windows whose context was cut, and the compute multiplier
+    (tokens processed ÷ tokens in the conversations). ``keep_turns`` adds each row's trained assistant message
+    indices as ``trained_turns``."""
+    out, stats = [], {"conversations": 0, "windowed": 0, "windows": 0, "assistant_turns": 0, "turns_trained": 0,
+                      "turns_dropped": {}, "context_cut": 0, "tokens_in_conversations": 0, "tokens_processed": 0,
+                      "max_length": max_length, "context_share": context_share}
+    for messages, tools, extra in rows:
+        total = count(messages, tools)
+        turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+        stats["conversations"] += 1
+        stats["assistant_turns"] += len(turns)
+        stats["tokens_in_conversations"] += total
+        if total <= max_length:
+            head_len, _ = split_units(messages)
+            windows, dropped, trimmed = [(messages[:head_len], messages[head_len:], turns, total)], [], 0
+        else:
+            windows, dropped, trimmed = window_conversation(messages, tools, count, max_length, context_share)
+            stats["windowed"] += 1
+        for prompt, completion, trained, tokens in windows:
+            out.append({**extra, "prompt": prompt, "completion": completion, "tools": tools,
+                        **({"trained_turns": trained} if keep_turns else {})})
+            stats["tokens_processed"] += tokens
+            stats["turns_trained"] += len(trained)
+        stats["windows"] += len(windows)
+        stats["context_cut"] += trimmed
+        for _, reason in dropped:
+            stats["turns_dropped"][reason] = stats["turns_dropped"].get(reason, 0) + 1
+    stats["compute_multiplier"] = round(stats["tokens_processed"] / max(stats["tokens_in_conversations"], 1), 3)
+    stats["turns_trained_share"] = round(stats["turns_trained"] / max(stats["assistant_turns"], 1), 4)
+    return out, stats
