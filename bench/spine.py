@@ -50,10 +50,14 @@ def main() -> None:
 
     model_dir = ensure_tiny_model(load_config(path))
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    from mcp_server.resources import chat_templates
+
     rows = [json.loads(line) for line in Path(cfg["data"]["path"]).read_text().splitlines()]
     started = time.perf_counter()
-    maskcheck.check_dataset(tokenizer, rows, fmt="messages", chat_template=tokenizer.chat_template,
-                            template_label="bench", max_length=cfg["training"]["max_length"])
+    template, label = maskcheck.resolve_chat_template(tokenizer, "model", "messages", "tiny:qwen3",
+                                                      packaged=chat_templates())  # what the script picks
+    maskcheck.check_dataset(tokenizer, rows, fmt="messages", chat_template=template,
+                            template_label=label, max_length=cfg["training"]["max_length"])
     mask_s = time.perf_counter() - started
 
     result = run_pipeline(path)

@@ -28,6 +28,9 @@ class TraceStats(BaseModel):
     notes: list[str]
     files: int
     files_with_issues: list[dict] = Field(description="Up to 20 files with problems or drops.")
+    source: dict | None = Field(None, description="Sessions from a Hub repo: hub_id, revision, commit, file hashes.")
+    windows: dict | None = Field(None, description="rows=window: turns trained / dropped by reason, windows, and "
+                                                   "the compute multiplier.")
 
 
 def register(server) -> None:
@@ -36,16 +39,19 @@ def register(server) -> None:
     def traces_convert(
         paths: Annotated[list[str], Field(description="Session files or folders: ~/.pi/agent/sessions, "
                                                       "~/.claude/projects/<project>, ~/.codex/sessions, "
-                                                      "~/.local/share/opencode/storage (or opencode.db), or "
-                                                      "OpenAI/ShareGPT chat .json/.jsonl.", min_length=1)],
+                                                      "~/.local/share/opencode/storage (or opencode.db), "
+                                                      "OpenAI/ShareGPT chat .json/.jsonl, or a Hub repo of raw "
+                                                      "sessions as hf://datasets/NS/NAME[@REV].", min_length=1)],
         output: Annotated[str, Field(description="Dataset to write: a .jsonl or .parquet path.")],
         format: Annotated[Literal["auto", "pi", "claude-code", "codex", "opencode", "openai"],
                           Field(description="Session format; auto detects it per file / folder.")] = "auto",
         thinking: Annotated[Literal["keep", "drop"], Field(description="keep = reasoning_content on assistant "
                                                                        "messages; drop = removed.")] = "keep",
-        rows: Annotated[Literal["conversation", "turn"], Field(description="conversation = messages rows; turn = "
-                                                                           "one prompt/completion row per "
-                                                                           "assistant turn.")] = "conversation",
+        rows: Annotated[Literal["conversation", "turn", "window"],
+                        Field(description="conversation = messages rows; turn = one prompt/completion row per "
+                                          "assistant turn; window = prompt/completion rows of at most max_length "
+                                          "tokens cut at turn boundaries (needs tokenizer).")] = "conversation",
+        max_length: Annotated[int | None, Field(description="Window length in tokens (rows=window).", ge=64)] = None,
         model: Annotated[str | None, Field(description="Only turns of models whose id contains this.")] = None,
         min_assistant_turns: Annotated[int, Field(description="Drop shorter conversations.", ge=1)] = 1,
         max_tokens: Annotated[int | None, Field(description="Drop longer rows (needs tokenizer).", ge=1)] = None,
@@ -64,5 +70,5 @@ def register(server) -> None:
         output, or point data.path at the sessions with data.format: traces."""
         opts = ConvertOptions(format=format, thinking=thinking, rows=rows, model=model,
                               min_assistant_turns=min_assistant_turns, max_tokens=max_tokens, tokenizer=tokenizer,
-                              drop_harness_context=drop_harness_context, template=template)
+                              drop_harness_context=drop_harness_context, template=template, max_length=max_length)
         return TraceStats(**convert(paths, output, opts).short())

@@ -146,11 +146,12 @@ def convert(paths: list[str | Path], out: str | Path | None, opts: ConvertOption
     if shaping:
         result.notes.append(f"shaped for template {template}: " + ", ".join(f"{k} {v}" for k, v in shaping.items()))
     if not rows and not allow_empty:
-        reasons = ", ".join(f"{k} {v}" for k, v in sorted(result.dropped.items(), key=lambda kv: -kv[1])[:6])
+        dropped = {**result.dropped, **((result.windows or {}).get("turns_dropped") or {})}
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(dropped.items(), key=lambda kv: -kv[1])[:6])
         raise TraceError(f"No rows were left to write from {len(sources)} sources ({result.sessions} sessions; "
                          f"dropped: {reasons or 'nothing'}).",
-                         "loosen the filters (--model, --min-assistant-turns, --max-tokens), check the paths and "
-                         "--format, or keep failed turns with --keep-failed-turns.")
+                         "loosen the filters (--model, --min-assistant-turns, --max-tokens), raise --max-length for "
+                         "windows, check the paths and --format, or keep failed turns with --keep-failed-turns.")
     if out_path is not None and (rows or allow_empty):
         result.stats_path = str(write_atomic(rows, out_path, result.model_dump(mode="json")))
     return result

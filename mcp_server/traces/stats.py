@@ -86,6 +86,9 @@ class ConvertReport(BaseModel):
             for f in noisy[:10]]
         tools = sorted(self.tool_calls_by_name.items(), key=lambda kv: -kv[1])
         out["tool_calls_by_name"] = dict(tools[:25])
+        if self.source and len(self.source.get("files", [])) > 10:  # the full list stays in the stats file
+            out["source"] = {**self.source, "files": self.source["files"][:10],
+                             "files_total": len(self.source["files"])}
         return out
 
 
