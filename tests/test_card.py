@@ -61,3 +61,14 @@ def test_results_section_is_replaced_in_place():
     assert "| HumanEval | pass@1 | 0.10 | 0.20 |" in updated and "Not evaluated yet" not in updated
     assert updated.split(RESULTS_START)[0] == card.split(RESULTS_START)[0]
     assert updated.split(RESULTS_END)[1] == card.split(RESULTS_END)[1]
+
+
+def test_card_states_the_speed_choices_the_script_made():
+    m = manifest()
+    m["config"]["training"]["packing"] = "auto"
+    m["speed"] = {"packing": True, "micro_batch": 1, "accumulation": 8, "attention": "sdpa", "checkpointing": False,
+                  "optimizer": "adamw_torch_fused", "padding": {"waste": 0.0, "batches": 4}}
+    card = render_card(m, SUMMARY, name="x")
+    assert "packing True" in card and "packing auto" not in card  # what ran, not the setting
+    assert "1 row(s) per micro-batch × 8 accumulation, attention sdpa" in card and "padding 0.0%" in card
+    assert "Speed:" not in render_card(manifest(), SUMMARY, name="x")  # an older manifest has no speed section

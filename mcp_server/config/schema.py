@@ -35,6 +35,9 @@ class ModelSection(Section):
         "auto", description="Weights dtype: auto = bfloat16 on CUDA, float32 on CPU."
     )
     trust_remote_code: bool = Field(False, description="Allow custom modelling code from the hub.")
+    attention: Literal["auto", "sdpa", "eager", "flash_attention_2", "kernels-community/flash-attn3"] = Field(
+        "auto", description="Attention implementation: auto = a varlen flash-attention kernel when installed and the "
+        "GPU runs it, else sdpa.")
 
     @field_validator("name")
     @classmethod
@@ -171,14 +174,19 @@ class TrainingSection(Section):
     per_device_train_batch_size: int = Field(4, ge=1, description="Batch size per device.")
     gradient_accumulation_steps: int = Field(1, ge=1, description="Micro-batches per step.")
     max_length: int = Field(1024, ge=16, description="Longest tokenized row (tokens).")
-    packing: bool = Field(False, description="Pack rows into max_length sequences (BFD).")
+    packing: bool | Literal["auto"] = Field(
+        "auto", description="Pack rows into max_length sequences (best-fit decreasing, padding-free, each row's "
+        "attention isolated). auto = on wherever the script proves the isolation on real rows at start, else "
+        "length-grouped padded batches; false = padded batches.")
     seed: int = Field(42, description="Random seed.")
     logging_steps: int = Field(10, ge=1, description="Log metrics every N steps.")
     eval_steps: int | None = Field(None, ge=1, description="Evaluate every N steps (default: logging_steps).")
     warmup_ratio: float = Field(0.03, ge=0, lt=1, description="Share of steps spent warming up.")
     lr_scheduler_type: Literal["linear", "cosine", "constant", "constant_with_warmup"] = "cosine"
     weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
-    gradient_checkpointing: bool = Field(True, description="Trade compute for memory.")
+    gradient_checkpointing: bool | Literal["auto"] = Field(
+        "auto", description="Activation checkpointing: trade about a third more compute for memory. auto = only "
+        "when GPU memory needs it (never on CPU).")
     save_steps: int | None = Field(None, ge=1, description="Checkpoint every N steps (default: only at the end).")
 
     @field_validator("max_steps")

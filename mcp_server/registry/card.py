@@ -44,7 +44,7 @@ def render_card(manifest: dict, summary: RunSummary | None, *, name: str, versio
         base_model=base, base_model_id=base if HUB_ID.match(base) else None,
         base_model_revision=config["model"].get("revision"),
         used_4bit=manifest["quantization"]["used_4bit"], quantization_reason=manifest["quantization"]["reason"],
-        config=config, chat_template=manifest.get("chat_template"),
+        config=config, chat_template=manifest.get("chat_template"), speed=manifest.get("speed"),
         dataset_id=data.get("hub_id"),
         data_source=f"Hub dataset `{data['hub_id']}`" if data.get("hub_id") else "local files",
         dataset=manifest["dataset"], mask=manifest["mask_check"], training=manifest["training"],

@@ -437,6 +437,19 @@ def preview(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0) -
     return "".join(parts)
 
 
+def expected_masks(tokenizer, rows, *, fmt: str, chat_template: str, sample: int = 256,
+                   messages_column: str = "messages", tools_column: str = "tools") -> dict:
+    """{token ids of a row: its 0/1 trained mask} for the first ``sample`` rows — what a packed batch must train."""
+    out = {}
+    for index, row in enumerate(rows):
+        if index >= sample:
+            break
+        messages, tools, n_prompt = conversation(row, fmt, messages_column, tools_column)
+        ids, mask, _, _ = tokenize_row(tokenizer, messages, tools, chat_template, n_prompt)
+        out[tuple(ids)] = mask
+    return out
+
+
 # --- whole dataset -----------------------------------------------------------------------------
 
 def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_label: str, max_length: int,

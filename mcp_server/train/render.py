@@ -76,7 +76,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         model_label=cfg.model.name,
         config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
-        maskcheck_source="\n\n".join(embedded_source(n) for n in ("chat_templates.py", "maskcheck.py", "windows.py")),
+        maskcheck_source="\n\n".join(embedded_source(n) for n in ("chat_templates.py", "maskcheck.py", "windows.py", "speed.py")),
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )
