@@ -30,8 +30,8 @@ from .sources import SUFFIXES, SplitFiles
 
 ROW_IDX = "__row_idx"
 ROW_GROUP_SIZE = 2048
-ROW_GROUP_BYTES = "512KB"
-ROW_GROUPS_PER_PART = 32
+ROW_GROUP_BYTES = "64KB"  # a fetched row decodes its whole row group: small groups keep scattered pages cheap
+ROW_GROUPS_PER_PART = 256
 SCAN_ROW_GROUP_SIZE = 122_880
 SCAN_FILE = "scan.parquet"
 LIGHT_STRING_CHARS = 256  # string columns longer than this on average stay out of the scan file
@@ -44,6 +44,7 @@ class Part(BaseModel):
     file: str
     first: int
     rows: int
+    groups: list[int] = []  # rows of each row group, in order: a row is read by reading only its group
 
 
 class ExportInfo(BaseModel):
@@ -62,6 +63,20 @@ class ExportInfo(BaseModel):
 
     def scan_source(self, folder: Path) -> str:
         return f"read_parquet({sql_str(str(folder / SCAN_FILE))})"
+
+    def locate(self, ids: list[int]) -> dict[tuple[str, int], list[tuple[int, int]]]:
+        """(part file, row group) → [(row_idx, offset in the group)] for the rows ``ids``."""
+        starts = [p.first for p in self.parts]
+        found: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        for row in ids:
+            part = self.parts[max(bisect.bisect_right(starts, row) - 1, 0)]
+            offset = row - part.first
+            for group, size in enumerate(part.groups):
+                if offset < size:
+                    found.setdefault((part.file, group), []).append((row, offset))
+                    break
+                offset -= size
+        return found
 
     def parts_for(self, ranges: list[tuple[int, int]]) -> dict[str, list[tuple[int, int]]]:
         """Part file → the (first, last) row_idx ranges it holds rows of."""
@@ -167,8 +182,12 @@ def build_export(cur, split: SplitFiles, folder: Path) -> ExportInfo:
         f"SELECT file_name, min(TRY_CAST(stats_min_value AS BIGINT)), sum(row_group_num_rows) "
         f"FROM parquet_metadata({listing}) WHERE column_id = 0 GROUP BY file_name").fetchall()
     by_file = {Path(name).name: (first or 0, int(rows or 0)) for name, first, rows in ranges}
-    parts = sorted((Part(file=f.name, first=by_file.get(f.name, (0, 0))[0], rows=by_file.get(f.name, (0, 0))[1])
-                    for f in files), key=lambda p: p.first)
+    groups: dict[str, list[int]] = {}
+    for name, _, rows in cur.execute(f"SELECT file_name, row_group_id, row_group_num_rows FROM parquet_metadata("
+                                     f"{listing}) WHERE column_id = 0 ORDER BY file_name, row_group_id").fetchall():
+        groups.setdefault(Path(name).name, []).append(int(rows))
+    parts = sorted((Part(file=f.name, first=by_file.get(f.name, (0, 0))[0], rows=by_file.get(f.name, (0, 0))[1],
+                         groups=groups.get(f.name, [])) for f in files), key=lambda p: p.first)
     source = f"read_parquet({listing})"
     light = _light_columns(cur, source)
     cur.execute(f"COPY (SELECT {', '.join([ROW_IDX] + [quote(c) for c in light])} FROM {source}) TO "

@@ -31,7 +31,7 @@ _KEYWORD = re.compile(r"(?:^|[-_./\s])(" + "|".join(sorted(SPLIT_WORDS, key=len,
                       r")(?=$|[-_./\s0-9])", re.IGNORECASE)
 _CACHE_FILE = re.compile(r"^(?P<builder>.+)-(?P<split>[^-]+?)(?:-\d{5}-of-\d{5})?\.arrow$")
 SKIP_NAMES = {"state.json", "dataset_info.json", "dataset_dict.json", "dataset_infos.json"}
-LAYOUT_VERSION = "1"
+LAYOUT_VERSION = "3"  # 3: row groups of ~64 KB, listed per part, read one by one when fetching rows
 
 
 @dataclass

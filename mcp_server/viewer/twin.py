@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +34,7 @@ from .backend import (
     ViewerError,
     check_page,
 )
-from .export import ROW_IDX, ExportInfo, SplitState, build_export, sql_str
+from .export import ROW_IDX, SCAN_FILE, ExportInfo, SplitState, build_export, sql_str
 from .features import converter, feature, quote, text_sql
 from .responses import (
     MAX_ROWS_PER_PAGE,
@@ -57,6 +58,9 @@ from .where import parse_orderby, parse_where
 CONFIG = "default"
 CLUSTER_GAP = 256  # ids closer than this are read with one range
 COUNT_CACHE = 256  # filter counts remembered
+GROUP_CACHE = 128  # decoded export row groups (~64 KB compressed each) kept for the next page
+SCAN_IN_MEMORY = 64 * 2**20  # a scan file up to this size is queried as an in-memory table
+ENUM_MAX_VALUES = 4096  # string columns with at most this many values are ENUMs in that table
 
 
 def _clusters(ids: list[int]) -> list[tuple[int, int]]:
@@ -84,6 +88,10 @@ class TwinViewer(ViewerBackend):
         self._indexes: dict[Path, SearchIndex] = {}
         self._counts: OrderedDict[tuple[str, str], int] = OrderedDict()  # (source, where) → matches
         self._count_lock = threading.Lock()
+        self._parquet_files: dict[str, Any] = {}  # export part → open pyarrow ParquetFile
+        self._groups: OrderedDict[tuple[str, int], Any] = OrderedDict()  # (part, row group) → decoded table
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="tunepack-twin")
+        self._memory_tables: set[str] = set()  # scan files loaded as in-memory tables
 
     def _cursor(self):
         """A cursor of the shared database for one call (DuckDB connections are not shared across threads)."""
@@ -159,23 +167,69 @@ class TwinViewer(ViewerBackend):
     # --- reading ------------------------------------------------------------------------------
 
     def _fetch(self, state: SplitState, ids: list[int]) -> list[RowItem]:
-        """Rows by row_idx, in the order of ``ids``; row-group pruning on __row_idx keeps it cheap."""
+        """Rows by row_idx, in the order of ``ids``. Only the row groups holding them are read (pyarrow reads a
+        group by its index; a group is ~64 KB; recently read groups stay decoded in a small cache), the wanted
+        rows are taken out and turned into Python values (by DuckDB where a column holds a MAP, whose Python
+        shape differs between the two)."""
         if not ids:
             return []
-        # one branch per part file with only its ranges: DuckDB prunes a short OR well, a long one badly
-        branches = [f"SELECT * FROM read_parquet({sql_str(str(state.export / name))}) WHERE "
-                    + " OR ".join(f"{ROW_IDX} BETWEEN {a} AND {b}" for a, b in ranges)
-                    for name, ranges in state.info.parts_for(_clusters(ids)).items()]
-        wanted = ", ".join(str(int(i)) for i in sorted(set(ids)))
-        cur = self._cursor()
-        try:
-            found = {row[0]: row[1:] for row in cur.execute(
-                f"SELECT * FROM ({' UNION ALL '.join(branches)}) WHERE {ROW_IDX} IN ({wanted})").fetchall()}
-        finally:
-            cur.close()
+        import pyarrow as pa
+
+        by_file: dict[str, dict[int, list[int]]] = {}
+        for (file, group), wanted in state.info.locate(sorted(set(ids))).items():
+            by_file.setdefault(file, {})[group] = [offset for _, offset in wanted]
+        pieces = []
+        for file, groups in by_file.items():
+            tables = self._tables(state, file, sorted(groups))
+            pieces += [tables[g].take(pa.array(groups[g], type=pa.int64())) for g in sorted(groups)]
+        if not pieces:
+            return []
+        fetched = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+        if any(pa.types.is_map(t) for t in fetched.schema.types) or "MAP(" in " ".join(map(str, state.types)):
+            cur = self._cursor()
+            try:
+                cur.register("__fetched", fetched)
+                values = cur.execute("SELECT * FROM __fetched").fetchall()
+            finally:
+                cur.close()
+        else:
+            values = [tuple(row.values()) for row in fetched.to_pylist()]
+        found = {row[0]: row[1:] for row in values}
         convert = [(n, converter(feature(t))) for n, t in zip(state.columns, state.types)]
         return [RowItem(row_idx=i, row={n: (v if c is None else c(v)) for (n, c), v in zip(convert, found[i])},
                         truncated_cells=[]) for i in ids if i in found]
+
+    def _tables(self, state: SplitState, file: str, groups: list[int]) -> dict[int, Any]:
+        """The decoded row groups of one part file: from the cache, the missing ones read in one call."""
+        key = str(state.export / file)
+        with self._lock:
+            found = {g: self._groups[(key, g)] for g in groups if (key, g) in self._groups}
+            for g in found:
+                self._groups.move_to_end((key, g))
+        missing = [g for g in groups if g not in found]
+        if missing:
+            handle = self._parquet(state, file)
+            table, start = handle.read_row_groups(missing), 0
+            for group in missing:
+                rows = handle.metadata.row_group(group).num_rows
+                found[group] = table.slice(start, rows)
+                start += rows
+            with self._lock:
+                self._groups.update({(key, g): found[g] for g in missing})
+                while len(self._groups) > GROUP_CACHE:
+                    self._groups.popitem(last=False)
+        return found
+
+    def _parquet(self, state: SplitState, file: str):
+        """An open pyarrow ParquetFile of an export part (kept: opening reads the footer)."""
+        import pyarrow.parquet as pq
+
+        key = str(state.export / file)
+        with self._lock:
+            handle = self._parquet_files.get(key)
+            if handle is None:
+                handle = self._parquet_files[key] = pq.ParquetFile(key)
+        return handle
 
     def _page(self, state: SplitState, ids: list[int], total: int) -> RowsResponse:
         return RowsResponse(features=state.features, rows=self._fetch(state, ids), num_rows_total=total,
@@ -243,29 +297,75 @@ class TwinViewer(ViewerBackend):
         # without orderby, dataset order: DuckDB keeps the file order (preserve_insertion_order) and can stop early
         order = f" ORDER BY {parse_orderby(orderby, state.columns, used)}, {ROW_IDX}" if orderby and orderby.strip() \
             else ""
-        source = state.filter_source(used)
+        source = self._filter_source(state, used)
+        counting = self._pool.submit(self._count, source, cond)  # the total, beside the page (2 cores)
         cur = self._cursor()
         try:
             ids = [r[0] for r in cur.execute(f"SELECT {ROW_IDX} FROM {source}{cond}{order} "
                                              f"LIMIT {int(length)} OFFSET {int(offset)}").fetchall()]
-            total = self._count(cur, source, cond)
+            rows = self._fetch(state, ids)
+            total = counting.result()
         except Exception as exc:  # duckdb.Error: a type mismatch such as "label" > 3
+            if isinstance(exc, ViewerError):
+                raise
             param = "where" if cond else "orderby"
             raise ViewerError(f"Parameter '{param}' is invalid: DuckDB says {str(exc).splitlines()[0][:200]}",
                               f"compare each column with a value of its type. Columns: {state.described()}. "
                               f"{WHERE_HELP}", INVALID_PARAMETER) from None
         finally:
             cur.close()
-        return self._page(state, ids, int(total))
+        return RowsResponse(features=state.features, rows=rows, num_rows_total=int(total),
+                            num_rows_per_page=MAX_ROWS_PER_PAGE, partial=False)
 
-    def _count(self, cur, source: str, cond: str) -> int:
+    def _filter_source(self, state: SplitState, used: set[str]) -> str:
+        """What a filter reads: the scan file's light columns, held as an in-memory DuckDB table when the file is
+        small enough (a query then plans and starts in well under a millisecond), else the files themselves."""
+        source = state.filter_source(used)
+        path = state.export / SCAN_FILE
+        if not used <= set(state.info.scan_columns) or not path.is_file() or path.stat().st_size > SCAN_IN_MEMORY:
+            return source
+        name = "scan_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        with self._lock:
+            if name not in self._memory_tables:
+                cur = self._cursor()
+                try:
+                    cur.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT {self._enum_columns(cur, name, source)} "
+                                f"FROM {source} ORDER BY {ROW_IDX}")
+                finally:
+                    cur.close()
+                self._memory_tables.add(name)
+        return name
+
+    @staticmethod
+    def _enum_columns(cur, name: str, source: str) -> str:
+        """The select list of the in-memory scan table: short-valued string columns become sorted ENUMs (a filter
+        compares small integers, several times faster; DuckDB still compares them as strings where it must)."""
+        rel = cur.sql(f"SELECT * FROM {source} LIMIT 0")
+        strings = [c for c, t in zip(rel.columns, rel.dtypes) if str(t) == "VARCHAR"]
+        if not strings:
+            return "*"
+        distinct = cur.execute(f"SELECT {', '.join(f'approx_count_distinct({quote(c)})' for c in strings)} "
+                               f"FROM {source}").fetchall()[0]
+        casts = []
+        for i, (column, count) in enumerate(zip(strings, distinct)):
+            if count and count <= ENUM_MAX_VALUES:
+                cur.execute(f"CREATE TYPE IF NOT EXISTS {name}_e{i} AS ENUM (SELECT DISTINCT {quote(column)} FROM "
+                            f"{source} WHERE {quote(column)} IS NOT NULL ORDER BY 1)")
+                casts.append(f"{quote(column)}::{name}_e{i} AS {quote(column)}")
+        return f"* REPLACE ({', '.join(casts)})" if casts else "*"
+
+    def _count(self, source: str, cond: str) -> int:
         """Rows matching a where; remembered per export and condition, so paging a filter scans once."""
         key = (source, cond)
         with self._count_lock:
             if key in self._counts:
                 self._counts.move_to_end(key)
                 return self._counts[key]
-        value = int(cur.execute(f"SELECT count(*) FROM {source}{cond}").fetchall()[0][0])
+        cur = self._cursor()
+        try:
+            value = int(cur.execute(f"SELECT count(*) FROM {source}{cond}").fetchall()[0][0])
+        finally:
+            cur.close()
         with self._count_lock:
             self._counts[key] = value
             while len(self._counts) > COUNT_CACHE:
