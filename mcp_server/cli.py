@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -207,7 +208,8 @@ def cmd_tracking(args) -> None:
 def cmd_serve(args) -> None:
     from .server import serve
 
-    serve(http=args.http, host=args.host, port=args.port)
+    serve(http=args.http, host=args.host, port=args.port,
+          toolsets=args.toolsets if args.toolsets is not None else os.environ.get("TUNEPACK_TOOLSETS"))
 
 
 def cmd_budget(args) -> None:
@@ -329,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--http", action="store_true")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--toolsets", default=None,
+                   help="comma-separated toolsets to expose: core (default: the whole contract), jobs, tracking, "
+                        "viewer, data, ledger, research, or all (also TUNEPACK_TOOLSETS)")
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("budget", help="show or set (humans only) a project's daily spending budget")

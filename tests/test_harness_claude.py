@@ -11,6 +11,7 @@ from conftest import REPO
 from harness_support import cli, isolated_env, run, skill_names
 
 from mcp_server.harness import COMMANDS, ROLES, SPENDING
+from mcp_server.harness.catalog import SERVER, STUDY_SERVER, server_of
 
 
 def _trust(config_dir, *paths) -> None:
@@ -42,8 +43,9 @@ def test_project_server_connects(claude):
     assert code == 0, out
     assert "✔ Connected" in _status(out, "tunepack"), out
     settings = json.loads((REPO / ".claude" / "settings.json").read_text())
-    assert settings["enabledMcpjsonServers"] == ["tunepack"]
-    assert {f"mcp__tunepack__{t}" for t in SPENDING} == set(settings["permissions"]["ask"])
+    assert settings["enabledMcpjsonServers"] == [SERVER, STUDY_SERVER]
+    assert {f"mcp__{server_of(t)}__{t}" for t in SPENDING} == set(settings["permissions"]["ask"])
+    assert "mcp__tunepack-study__jobs_submit" in settings["permissions"]["ask"]  # a study tool still asks
     assert (REPO / "CLAUDE.md").read_text().strip() == "@agents.md"
 
 

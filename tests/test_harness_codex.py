@@ -12,6 +12,7 @@ from conftest import REPO
 from harness_support import cli, isolated_env, run, skill_names
 
 from mcp_server.harness import ROLES, SPENDING
+from mcp_server.harness.catalog import SERVER, STUDY_SERVER, server_of
 
 
 @pytest.fixture(scope="module")
@@ -31,9 +32,12 @@ def prompt_input(tmp_path_factory) -> str:
 
 def test_project_config_declares_the_server_and_asks_before_spending():
     config = tomllib.loads((REPO / ".codex" / "config.toml").read_text())
-    server = config["mcp_servers"]["tunepack"]
+    server = config["mcp_servers"][SERVER]
     assert server["command"] == "sh" and "bin/tunepack-mcp" in server["args"][1]
-    assert {t: v["approval_mode"] for t, v in server["tools"].items()} == {t: "prompt" for t in SPENDING}
+    asks = {(name, t): v["approval_mode"] for name in (SERVER, STUDY_SERVER)
+            for t, v in config["mcp_servers"][name].get("tools", {}).items()}
+    assert asks == {(server_of(t), t): "prompt" for t in SPENDING}
+    assert "TUNEPACK_TOOLSETS=" in config["mcp_servers"][STUDY_SERVER]["args"][1]
     assert config["project_doc_fallback_filenames"] == ["agents.md"]
     for role in ROLES:
         agent = tomllib.loads((REPO / ".codex" / "agents" / f"{role.name}.toml").read_text())

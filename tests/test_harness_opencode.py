@@ -10,6 +10,7 @@ from conftest import REPO
 from harness_support import cli, isolated_env, run, skill_names
 
 from mcp_server.harness import COMMANDS, ROLES, SPENDING
+from mcp_server.harness.catalog import STUDY_SERVER, server_of
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,8 @@ def test_config_is_accepted_with_server_roles_commands_and_permissions(oc):
     assert {r.name for r in ROLES} <= set(config["agent"])
     assert {c.name for c in COMMANDS} <= set(config["command"])  # from .opencode/command/*.md
     assert "$ARGUMENTS" in config["command"]["tunepack-train"]["template"]
-    assert {f"tunepack_{t}" for t in SPENDING} <= {k for k, v in config["permission"].items() if v == "ask"}
+    assert {f"{server_of(t)}_{t}" for t in SPENDING} <= {k for k, v in config["permission"].items() if v == "ask"}
+    assert config["mcp"][STUDY_SERVER]["command"][:2] == ["sh", "-c"]
 
 
 @pytest.mark.parametrize("where", [".", "mcp_server/server"])
@@ -50,7 +52,8 @@ def test_roles_are_subagents_and_read_only_roles_cannot_spend(oc):
     last = {}
     for rule in rules:  # OpenCode applies the last matching rule
         last[rule["permission"]] = rule["action"]
-    assert last["tunepack_*"] == "deny" and last["tunepack_research_papers"] == "allow"
+    assert last["tunepack_*"] == "deny" and last["tunepack-study_*"] == "deny"
+    assert last["tunepack-study_research_papers"] == "allow"
     assert last["edit"] == "deny" and last["bash"] == "deny"
     assert last["tunepack_pipeline_run"] == "ask"  # the global ask, overridden by the deny above (last match)
     assert [r["permission"] for r in rules].index("tunepack_pipeline_run") < \

@@ -418,7 +418,7 @@ INSPECTOR = REPO / "node_modules" / ".bin" / "mcp-inspector"
 @pytest.mark.parametrize("strict", [False, True])
 def test_mcp_inspector_lists_the_tools(strict):
     cmd = [str(INSPECTOR), "--cli", *(["--strict"] if strict else []), sys.executable, "-m", "mcp_server.cli", "serve",
-           "--method", "tools/list"]
+           "--toolsets", "all", "--method", "tools/list"]  # the Inspector passes the server a filtered environment
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, cwd=REPO, env=os.environ.copy())
     assert done.returncode == 0, done.stderr[-2000:]
     assert {tool["name"] for tool in json.loads(done.stdout)["tools"]} == EXPECTED_TOOLS

@@ -10,10 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .toolsets import TOOLSETS
+
 SERVER = "tunepack"
+# A second server for the study roles: the tools they need beyond the core set, kept out of the main agent's
+# context (every tool's schema costs context on every turn; see harness/toolsets.py).
+STUDY_SERVER = "tunepack-study"
+STUDY_TOOLSETS = ("jobs", "tracking", "viewer", "data", "ledger", "research")  # every toolset beyond core
 LAUNCHER = "bin/tunepack-mcp"
 # From any directory of the clone: the launcher finds the repository and its .venv itself.
 LAUNCH_SH = f'exec "$(git rev-parse --show-toplevel 2>/dev/null || pwd)/{LAUNCHER}"'
+LAUNCH_STUDY_SH = f'TUNEPACK_TOOLSETS={",".join(STUDY_TOOLSETS)} {LAUNCH_SH}'
 SETUP = "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[train,eval]'"
 INSTRUCTIONS = "agents.md"
 
@@ -257,6 +264,11 @@ Read the skill `tunepack-sweeps` first (and `tunepack-experiments` for the ledge
    Publish only with my yes (registry_publish).""",
     ),
 )
+
+
+def server_of(tool: str) -> str:
+    """The harness server that exposes ``tool``: the main one (core toolset) or the study one."""
+    return SERVER if tool in TOOLSETS["core"] else STUDY_SERVER
 
 
 def role(name: str) -> Role:

@@ -10,19 +10,21 @@ from mcp.server import MCPServer
 from .. import __version__
 
 INSTRUCTIONS = """tunepack post-trains small language models (QLoRA SFT with TRL + PEFT).
-Order of work: skills_list/skills_read (how-to) → data_inspect → pipeline_validate → pipeline_preflight
-(wait for its job) → pipeline_run → jobs_wait → tracking_summary / tracking_plot → registry_list →
-eval_start → jobs_wait → eval_results → registry_publish (with the human's yes).
+Order of work: skills_list/skills_read (how-to) → data_inspect / viewer_traces → pipeline_validate →
+pipeline_preflight (wait for its job) → pipeline_run → jobs_wait → tracking_summary / tracking_plot →
+registry_list → eval_start → jobs_wait → eval_results → registry_publish (with the human's yes).
+Several runs of one config: sweep_plan → sweep_submit (canary first) → sweep_status → sweep_select → sweep_report.
 Every tool returns within 20 s; long work runs as a job you follow with jobs_wait (≤ 50 s per call).
 Paid flavors and publishing need a human yes: elicitation, or a quote with an approval_token to pass back
 after the human agrees. When a step fails for a reason no skill warned about, call skills_add_pitfall.
-Research studies: research_* (Hub models, datasets, papers) and ledger_* (propose → claim → record; stop when
-plateau.should_stop); the prompts tunepack-train / -evaluate / -report / -contract / -research start each flow.
-Several runs of one config: sweep_plan → sweep_submit (canary first) → sweep_status → sweep_select → sweep_report."""
+This server exposes the toolsets it was started with (tunepack serve --toolsets …; core by default):
+the Viewer endpoints, Trackio writers, ledger_* and research_* (study roles) live in their own toolsets."""
 
 
-def build_server() -> MCPServer:
+def build_server(toolsets: str | None = "all") -> MCPServer:
+    """The server with the tools of ``toolsets`` (comma-separated names, see toolsets.py; default all)."""
     from . import other_tools, pipeline_tools, viewer_tools
+    from ..harness.toolsets import parse, tools_of
 
     server = MCPServer("tunepack", instructions=INSTRUCTIONS, version=__version__)
     pipeline_tools.register(server)
@@ -40,11 +42,16 @@ def build_server() -> MCPServer:
     prompts.register(server)
     from . import sweep_tools  # sweeps: plan, submit (canary first), status, select, report, cancel
     sweep_tools.register(server)
+    keep = tools_of(parse(toolsets))
+    for tool in [t.name for t in server._tool_manager.list_tools()]:
+        if tool not in keep:
+            server.remove_tool(tool)
     return server
 
 
-def serve(http: bool = False, host: str = "127.0.0.1", port: int = 8765) -> None:
-    server = build_server()
+def serve(http: bool = False, host: str = "127.0.0.1", port: int = 8765, toolsets: str | None = None) -> None:
+    """Serve the ``toolsets`` (default: core, the whole contract)."""
+    server = build_server(toolsets or "core")
     if http:
         server.run("streamable-http", host=host, port=port)
     else:
