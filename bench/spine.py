@@ -30,7 +30,8 @@ def main() -> None:
 
     import yaml
 
-    from mcp_server.pipeline import ensure_tiny_model, run_pipeline
+    from mcp_server.pipeline import run_pipeline
+    from mcp_server.train.tiny_model import ensure_tiny_model
     from mcp_server.config import load_config
 
     cfg = yaml.safe_load((REPO / "examples" / "demo.yaml").read_text())

@@ -5,7 +5,7 @@ Usage:
     tunepack render examples/demo.yaml -o train.py
     tunepack run examples/demo.yaml
     tunepack tiny-model --data examples/data/agent_traces.jsonl -o /tmp/tiny
-    tunepack jobs list | status ID | logs ID --tail 50 | cancel ID
+    tunepack jobs list | status ID | wait ID | logs ID --tail 50 | cancel ID
     tunepack registry list [NAME] | publish NAME --repo NS/NAME [--public]
     tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
     tunepack tracking runs PROJECT | summary PROJECT RUN
@@ -40,10 +40,12 @@ def _print_json(data: object) -> None:
 
 def _progress(verbose: bool):
     """Turn job log lines into short progress lines on stderr."""
+    from .jobs.markers import parse_line
 
     def show(line: str) -> None:
-        if line.startswith("TUNEPACK_METRIC "):
-            m = json.loads(line.split(" ", 1)[1])
+        marker = parse_line(line)
+        if marker and marker[0] == "METRIC":
+            m = marker[1]
             if "loss" in m:
                 parts = [f"step {m['step']}/{m['max_steps']}", f"loss {m['loss']:.4f}"]
                 if "mean_token_accuracy" in m:
@@ -73,7 +75,8 @@ def cmd_validate(args) -> None:
 
 def cmd_render(args) -> None:
     from .config import load_config
-    from .pipeline import ensure_tiny_model, precheck_data
+    from .pipeline import precheck_data
+    from .train.tiny_model import ensure_tiny_model
     from .train.render import write_script
 
     from .traces.spine import training_config_or_pending
@@ -91,26 +94,50 @@ def cmd_render(args) -> None:
 
 
 def cmd_run_remote(args) -> None:
-    """A run on HF Jobs: submit, follow the metric lines, then record the adapter's Hub repo + commit."""
-    from .jobs import get_backend
-    from .pipeline import start_pipeline
-    from .pipeline_remote import finish_remote
+    """A run on HF Jobs: through the spending gate (the command is the approval; the daily budget applies),
+    follow the metric lines, then settle: the adapter's Hub repo + commit in the registry, the charge reconciled."""
+    from .approval import Consent
+    from .jobs import failure_error, get_backend
+    from .pipeline import settle, start_pipeline
 
     backend = get_backend(args.backend)
-    started = start_pipeline(args.config, backend=backend, timeout_s=args.timeout, flavor=args.flavor, force=args.force)
-    print(f"tunepack: submitted {started.job.id} on {args.backend} ({started.job.url})", file=sys.stderr)
-    info = backend.wait(started.job.id, on_line=None if args.json else _progress(args.verbose))
+    started = start_pipeline(args.config, backend=backend, timeout_s=args.timeout, flavor=args.flavor,
+                             force=args.force, consent=Consent.keyboard())
+    job = started.job
+    _report_spend(started.spend)
+    print(f"tunepack: submitted {job.id} on {args.backend} ({job.url})", file=sys.stderr)
+    info = _follow(backend, job.id, None if args.json else _progress(args.verbose), cancel=False)
     if info.stage != "COMPLETED":
-        from .jobs import failure_error
-
+        settle(backend, info)
         raise failure_error(info, backend.logs(info.id))
-    result = finish_remote(backend, info.id)
+    result = settle(backend, info)["registered"]
     if args.json:
         _print_json(result)
     else:
         print(f"done: {result['steps']} steps, loss {result['first_loss']:.4f} → {result['last_loss']:.4f}")
         print(f"adapter:  {result['hub_repo']} @ {result['hub_commit']} (registry {result['registry_name']} "
               f"v{result['registry_version']})")
+
+
+def _report_spend(outcome) -> None:
+    """What a paid job costs at most and what is left of the day's budget (stderr)."""
+    if outcome.cost.paid and outcome.budget:
+        b = outcome.budget
+        print(f"tunepack: charged up to ${outcome.cost.worst_case_usd:.2f} to project '{b.project}' "
+              f"(${b.charged_usd:.2f} of ${b.limit_usd:.2f} today; ${b.remaining_usd:.2f} left)", file=sys.stderr)
+
+
+def _follow(backend, job_id: str, on_line=None, *, cancel: bool = True):
+    """Wait for a job; Ctrl-C cancels it (``cancel``) or only stops following it, and says which."""
+    try:
+        return backend.wait(job_id, on_line=on_line)
+    except KeyboardInterrupt:
+        if cancel:
+            backend.cancel(job_id)
+            raise KeyboardInterrupt(f"job {job_id} was cancelled") from None
+        raise KeyboardInterrupt(f"stopped following job {job_id}, which keeps running on {backend.name}: "
+                                f"`tunepack jobs status {job_id} --backend {backend.name}` (or `jobs cancel`)"
+                                ) from None
 
 
 def cmd_run(args) -> None:
@@ -155,6 +182,8 @@ def cmd_tiny_model(args) -> None:
 
 def cmd_jobs(args) -> None:
     from .jobs import get_backend
+    from .jobs.views import describe
+    from .pipeline import settle
 
     backend = get_backend(args.backend)
     if args.action == "list":
@@ -169,22 +198,31 @@ def cmd_jobs(args) -> None:
         raise TunepackError(f"`tunepack jobs {args.action}` needs a job id.", "run `tunepack jobs list` to find it.")
     if args.action == "logs":
         print(backend.logs(args.job_id, tail=args.tail))
-    elif args.action == "cancel":
-        _print_json(backend.cancel(args.job_id).model_dump())
-    else:
-        _print_json(backend.status(args.job_id).model_dump())
+        return
+    if args.action == "cancel":
+        backend.cancel(args.job_id)
+    elif args.action == "wait":
+        _follow(backend, args.job_id, None if args.json else _progress(False), cancel=False)
+    view = describe(backend, args.job_id)
+    recorded = settle(backend, view.job)  # a finished remote run lands in the registry, charges are settled
+    if recorded:
+        view.outcome = {**(view.outcome or {}), **recorded}
+    _print_json(view.model_dump(mode="json"))
 
 
 def cmd_registry(args) -> None:
     from .registry import LocalRegistry
 
     if args.action == "publish":
-        from .registry.hub import publish
+        from .approval import Consent
+        from .registry.hub import publish_approved
 
         if not args.name or not args.repo:
             raise TunepackError("`tunepack registry publish` needs a name and --repo.",
                                 "e.g. tunepack registry publish my-adapter --repo alice/my-adapter [--public]")
-        _print_json(publish(LocalRegistry().get(args.name, args.version), args.repo, private=not args.public).model_dump())
+        done = publish_approved(args.name, args.version, args.repo, private=not args.public,
+                                consent=Consent.keyboard())  # --public typed by a person is their approval
+        _print_json(done.push.model_dump())
         return
     versions = LocalRegistry().list(args.name)
     if args.json:
@@ -284,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tiny_model)
 
     p = sub.add_parser("jobs", help="list, follow or cancel jobs")
-    p.add_argument("action", choices=["list", "status", "logs", "cancel"])
+    p.add_argument("action", choices=["list", "status", "logs", "wait", "cancel"])
     p.add_argument("job_id", nargs="?")
     p.add_argument("--backend", default="local")
     p.add_argument("--tail", type=int, default=None)
@@ -379,8 +417,8 @@ def main(argv: list[str] | None = None) -> int:
     except TunepackError as exc:
         print(f"tunepack: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("tunepack: interrupted (the job was cancelled)", file=sys.stderr)
+    except KeyboardInterrupt as exc:  # the commands that follow a job say what became of it
+        print(f"tunepack: interrupted{': ' + str(exc) if str(exc) else ''}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into head & co.
         sys.stderr.close()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import jinja2
 
-ASSETS = Path(__file__).resolve().parent / "assets"
+PACKAGE = Path(__file__).resolve().parent
+ASSETS = PACKAGE / "assets"
 
 
 def templates_dir() -> Path:
@@ -45,3 +46,10 @@ def chat_templates() -> dict[str, str]:
     """tunepack's training chat templates (``templates/chat/*.jinja``) by name."""
     folder = templates_dir() / "chat"
     return {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.jinja"))}
+
+
+def embedded_source(*modules: str) -> str:
+    """Standard-library-only modules of the package (``"jobs/markers.py"``), as rendered scripts embed them
+    verbatim: joined, without their ``from __future__`` lines (the script has its own)."""
+    return "\n\n".join("".join(line for line in (PACKAGE / m).read_text(encoding="utf-8").splitlines(keepends=True)
+                                if not line.startswith("from __future__")) for m in modules)

@@ -61,8 +61,8 @@ def test_with_the_override_the_adapter_beats_the_base_and_is_labelled(memorised)
 
     async def flow(client):
         started = ok(await client.call_tool("eval_start", {
-            "name": name, "version": version, "tasks": ["mbpp"], "mbpp_source": str(SOURCE), "ids": IDS,
-            "max_tokens": 64, "allow_contaminated": True}))
+            "name": name, "version": version, "eval": {"tasks": ["mbpp"], "mbpp_source": str(SOURCE), "ids": IDS,
+                                                       "max_tokens": 64, "allow_contaminated": True}}))
         assert started["status"] == "submitted", started
         view = await wait_done(client, started["job"]["id"])
         assert view["job"]["stage"] == "COMPLETED", view

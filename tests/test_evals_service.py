@@ -13,6 +13,7 @@ from mcp_server.errors import EvalError
 from mcp_server.evals import job as eval_job
 from mcp_server.evals.kit.errors import KitError
 from mcp_server.evals.kit.runner import resolve_model, run_eval
+from mcp_server.approval import Consent
 from mcp_server.evals.service import eval_results, start_eval
 from mcp_server.jobs import get_backend
 from mcp_server.registry import LocalRegistry
@@ -36,7 +37,12 @@ def script_of(request) -> str:
 def test_a_remote_eval_runs_the_rendered_script_and_records_its_results(hub):
     entry = remote_version("remote-eval")
     ev = EvalSection(tasks=["humaneval"], limit=3, sandbox="unsafe-host")
-    started = start_eval(entry.name, ev=ev, backend=get_backend("hf"), flavor="a10g-small", timeout_s=3600)
+    quote = start_eval(entry.name, ev=ev, backend=get_backend("hf"), flavor="a10g-small", timeout_s=3600)
+    assert quote.job is None and quote.spend.decision.status == "approval_required"  # nobody agreed yet
+    assert not hub.requests("POST", r"/api/jobs/[^/]+")
+    started = start_eval(entry.name, ev=ev, backend=get_backend("hf"), flavor="a10g-small", timeout_s=3600,
+                         consent=Consent(token=quote.spend.decision.approval_token))
+    assert started.spend.budget.charged_usd == started.spend.cost.worst_case_usd > 0  # charged to tunepack-evals
     (submit,) = hub.requests("POST", r"/api/jobs/[^/]+")
     body, script = submit.body, script_of(submit)
     assert body["flavor"] == "a10g-small" and body["secrets"] == {"HF_TOKEN": hub.state.token}
@@ -110,3 +116,18 @@ def test_model_resolution():
         resolve_model({"label": "base", "base": "/no/such/model"}, "hf", 0.0)
     with pytest.raises(KitError, match="Unknown eval spec keys"):
         run_eval({"tasks": ["humaneval"], "models": [], "epochs": 3})
+
+
+def test_eval_run_from_the_cli_is_held_to_the_daily_budget(hub):
+    from conftest import run_cli
+    from mcp_server.approval import Budget
+
+    remote_version("budget-eval")
+    Budget().set_limit("tunepack-evals", 0.01)
+    try:
+        done = run_cli("eval", "run", "budget-eval", "--backend", "hf", "--flavor", "a10g-small", "--timeout", "3600",
+                       timeout=120)
+    finally:
+        Budget().set_limit("tunepack-evals", 10.0)
+    assert done.returncode == 1 and "Budget refused" in done.stderr and "tunepack-evals" in done.stderr
+    assert not hub.requests("POST", r"/api/jobs/[^/]+")  # a paid eval from the CLI is charged like one from MCP

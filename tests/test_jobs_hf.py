@@ -85,7 +85,7 @@ def test_unknown_job_and_bad_specs(hub, script):
     with pytest.raises(TunepackError, match="job 'nope' was not found"):
         backend.status("nope")
     with pytest.raises(JobError, match="rendered scripts only"):
-        backend.submit(JobSpec(module="mcp_server.pipeline_job"))
+        backend.submit(JobSpec(module="mcp_server.pipeline.job"))
     with pytest.raises(JobError, match="look like secrets"):
         backend.submit(JobSpec(script=str(script), env={"HF_TOKEN": "x"}))
     with pytest.raises(JobError, match="OTHER_SECRET, which is not set"):

@@ -6,7 +6,8 @@ import time
 import pytest
 
 from mcp_server.errors import ConfigError, DataError, JobError
-from mcp_server.jobs import JobSpec, failure_error, get_backend, parse_markers
+from mcp_server.jobs import JobSpec, failure_error, get_backend
+from mcp_server.jobs.markers import parse
 from mcp_server.jobs.local import LocalBackend
 
 
@@ -102,7 +103,7 @@ def test_markers_and_failure_errors(tmp_path, backend):
     job = backend.submit(JobSpec(script=script(tmp_path, "err.py", body)))
     info = backend.wait(job.id, timeout_s=60)
     log = backend.logs(job.id)
-    assert parse_markers(log, "METRIC") == [{"step": 1}]
+    assert parse(log).get("METRIC", []) == [{"step": 1}]
     err = failure_error(info, log)
     assert isinstance(err, DataError) and err.problem.startswith("P.") and err.fix == "F." and job.id in err.problem
     assert isinstance(failure_error(info, log.replace('"data"', '"config"')), ConfigError)

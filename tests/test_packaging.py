@@ -12,7 +12,7 @@ HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "trackio", "bitsand
 def test_core_modules_import_without_heavy_libraries():
     code = ("import sys, mcp_server.cli, mcp_server.pipeline, mcp_server.jobs, mcp_server.registry, "
             "mcp_server.tracking, mcp_server.config, mcp_server.train.render, mcp_server.train.maskcheck, "
-            "mcp_server.preflight, mcp_server.viewer, mcp_server.skills, mcp_server.approval\n"
+            "mcp_server.pipeline.preflight, mcp_server.viewer, mcp_server.skills, mcp_server.approval\n"
             "from mcp_server.server import build_server\nbuild_server()\n"
             f"print([m for m in {HEAVY!r} if m in sys.modules])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import short_conversation, write_jsonl
 from mcp_server.errors import ConfigError, DataError
-from mcp_server.pipeline import precheck_data, read_local_rows, run_pipeline
+from mcp_server.pipeline import precheck_data, run_pipeline
+from mcp_server.train.data import read_local_rows
 from mcp_server.registry import LocalRegistry
 from mcp_server.tracking import TrackioStore
 

@@ -7,12 +7,13 @@ import re
 
 import pytest
 
-from conftest import short_conversation, write_jsonl
+from conftest import run_cli, short_conversation, write_jsonl
+from mcp_server.approval import Budget, Consent
 from mcp_server.config import parse_config
 from mcp_server.errors import ConfigError, JobError
 from mcp_server.jobs import get_backend
 from mcp_server.pipeline import start_pipeline
-from mcp_server.pipeline_remote import MIN_TRAIN_TIMEOUT_S, finish_remote, suggest_timeout_s
+from mcp_server.pipeline.remote import MIN_TRAIN_TIMEOUT_S, finish_remote, suggest_timeout_s
 from mcp_server.registry import LocalRegistry
 
 
@@ -30,7 +31,11 @@ def script_of(request) -> str:
 
 
 def test_start_uploads_data_and_pins_the_script(hub, tmp_path):
-    started = start_pipeline(config(tmp_path), backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small")
+    quote = start_pipeline(config(tmp_path), backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small")
+    assert quote.job is None and quote.run_dir is None and not hub.requests("POST", "/api/jobs/alice")
+    assert not hub.state.repos  # no consent: a quote, and nothing uploaded or written
+    started = start_pipeline(config(tmp_path), backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small",
+                             consent=Consent(token=quote.spend.decision.approval_token))
     data_repo = next(r for r, v in hub.state.repos.items() if v["type"] == "dataset")
     assert data_repo.startswith("alice/tunepack-data-") and hub.state.repos[data_repo]["private"]
     revision = hub.state.repos[data_repo]["commits"][-1]
@@ -52,7 +57,8 @@ def test_timeout_policy(hub, tmp_path):
         start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small")
     with pytest.raises(JobError, match="under 30 minutes"):
         start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small", timeout_s=600)
-    start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small", timeout_s=600, force=True)
+    start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small", timeout_s=600, force=True,
+                   consent=Consent.keyboard())
     assert len(hub.requests("POST", "/api/jobs/alice")) == 1
 
 
@@ -81,7 +87,8 @@ def finished_logs(cfg, run_name: str) -> list[str]:
 
 def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
     cfg = config(tmp_path)
-    started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small")
+    started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small",
+                             consent=Consent.keyboard())
     job_id = started.job.id
     hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
     hub.state.logs[job_id] = finished_logs(cfg, started.run_name)
@@ -121,3 +128,30 @@ def test_cli_run_on_hf_follows_the_job_and_records_it(hub, tmp_path):
     assert proc.returncode == 0, err[-2000:]
     result = json.loads(out)
     assert result["hub_repo"] == "alice/remote-sft" and result["hub_commit"] == "abc123" and result["steps"] == 20
+    assert "charged up to $0.40 to project 'remote'" in err  # the command was the approval; the budget applies
+
+
+def test_the_cli_is_held_to_the_daily_budget(hub, tmp_path):
+    cfg = config(tmp_path, tracking={"project": "remote-budget"})
+    path = tmp_path / "remote.yaml"
+    path.write_text(json.dumps(cfg.model_dump(mode="json")))
+    Budget().set_limit("remote-budget", 0.25)
+    done = run_cli("run", str(path), "--backend", "hf", "--flavor", "t4-small", "--timeout", "3600", timeout=120)
+    assert done.returncode == 1 and "Budget refused" in done.stderr and "remote-budget" in done.stderr
+    assert not hub.requests("POST", "/api/jobs/alice") and not hub.state.repos  # nothing submitted or uploaded
+
+
+def test_jobs_status_from_the_cli_settles_a_finished_remote_run(hub, tmp_path):
+    cfg = config(tmp_path, tracking={"project": "remote-status"}, output={"name": "remote-status"})
+    started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small",
+                             consent=Consent.keyboard())
+    assert Budget().status("remote-status").open_charges == 1
+    hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
+    hub.state.logs[started.job.id] = finished_logs(cfg, started.run_name)
+    hub.set_stage(started.job.id, "COMPLETED")
+    done = run_cli("jobs", "status", started.job.id, "--backend", "hf", timeout=120)
+    assert done.returncode == 0, done.stderr
+    view = json.loads(done.stdout)
+    assert view["job"]["stage"] == "COMPLETED" and view["outcome"]["registered"]["hub_commit"] == "abc123"
+    assert LocalRegistry().get("remote-status").hub_repo == "alice/remote-sft"  # recorded, as jobs_status does
+    assert Budget().status("remote-status").open_charges == 0  # and the charge settled

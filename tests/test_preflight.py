@@ -5,8 +5,9 @@ import json
 import pytest
 
 from conftest import short_conversation, write_jsonl
-from mcp_server.jobs import get_backend, parse_markers
-from mcp_server.preflight import SMOKE_STEPS, preflight, smoke_config
+from mcp_server.jobs import get_backend
+from mcp_server.jobs.markers import parse
+from mcp_server.pipeline.preflight import SMOKE_STEPS, preflight, smoke_config
 from mcp_server.config import parse_config
 
 
@@ -88,11 +89,11 @@ def test_preflight_job_passes_then_fails_on_a_template_that_drops_tool_calls(tmp
     backend = get_backend("local")
     good = preflight(cfg_file(tmp_path, short_data))
     info = backend.wait(good.smoke_job.id, timeout_s=300)
-    (result,) = parse_markers(backend.logs(info.id), "PREFLIGHT")
+    (result,) = parse(backend.logs(info.id)).get("PREFLIGHT", [])
     assert info.stage == "COMPLETED" and result["ok"] and result["smoke"]["steps"] == SMOKE_STEPS
 
     bad = preflight(cfg_file(tmp_path, short_data, chat_template="trl:llama3"))
     info = backend.wait(bad.smoke_job.id, timeout_s=300)
-    (result,) = parse_markers(backend.logs(info.id), "PREFLIGHT")
+    (result,) = parse(backend.logs(info.id)).get("PREFLIGHT", [])
     assert info.stage == "ERROR" and not result["ok"]
     assert result["mask_check"]["status"] == "fail" and "drops assistant tool calls" in result["mask_check"]["problem"]

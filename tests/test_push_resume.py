@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from mcp_server.config import parse_config
-from mcp_server.jobs import parse_markers
+from mcp_server.jobs.markers import parse
 from mcp_server.train.render import write_script
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ def test_push_then_resume_from_the_pushed_checkpoint(hub, tmp_path, tiny_model_d
     files = set(repo["files"])
     assert {"adapter_config.json", "adapter_model.safetensors", "tunepack_manifest.json",
             "last-checkpoint/trainer_state.json", "last-checkpoint/adapter_model.safetensors"} <= files
-    (done,) = parse_markers(first, "DONE")
+    (done,) = parse(first).get("DONE", [])
     assert done["hub_repo"] == "alice/pushed-sft" and done["hub_commit"] == repo["commits"][-1]
     assert done["manifest"]["training"]["steps"] == 4
     assert json.loads(repo["files"]["tunepack_manifest.json"])["training"]["steps"] == 4
@@ -46,6 +46,6 @@ def test_push_then_resume_from_the_pushed_checkpoint(hub, tmp_path, tiny_model_d
 
     second = run(tmp_path, tiny_model_dir, short_data, steps=6, attempt=1)
     assert "resuming from the checkpoint pushed by an earlier attempt" in second
-    steps = [m["step"] for m in parse_markers(second, "METRIC") if "loss" in m]
+    steps = [m["step"] for m in parse(second).get("METRIC", []) if "loss" in m]
     assert steps and min(steps) > 4 and max(steps) == 6
-    assert parse_markers(second, "DONE")[0]["manifest"]["training"]["steps"] == 6
+    assert parse(second).get("DONE", [])[0]["manifest"]["training"]["steps"] == 6

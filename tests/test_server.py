@@ -426,9 +426,12 @@ def test_mcp_inspector_lists_the_tools(strict):
 
 def test_backend_and_flavor_come_from_the_config_when_the_call_omits_them(tmp_path, short_data):
     path = tmp_path / "paid.yaml"
-    path.write_text(json.dumps({"model": {"name": "tiny:qwen3"}, "data": {"path": str(short_data)},
-                                "job": {"backend": "hf", "flavor": "t4-small", "timeout_s": 3600},
-                                "tracking": {"project": "from-config"}}))
+    config = {"model": {"name": "Qwen/Qwen3-0.6B"}, "data": {"path": str(short_data)},
+              "job": {"backend": "hf", "flavor": "t4-small", "timeout_s": 3600}, "tracking": {"project": "from-config"}}
+    path.write_text(json.dumps({**config, "model": {"name": "tiny:qwen3"}}))
+    tiny = session(lambda c: c.call_tool("pipeline_run", {"config_path": str(path)}))
+    assert tiny.is_error and "cannot run on HF Jobs" in text(tiny)  # refused before any quote
+    path.write_text(json.dumps(config))
     quote = ok(session(lambda c: c.call_tool("pipeline_run", {"config_path": str(path)})))
     assert quote["status"] == "approval_required"
     assert (quote["cost"]["backend"], quote["cost"]["flavor"], quote["cost"]["worst_case_usd"]) == ("hf", "t4-small", 0.4)

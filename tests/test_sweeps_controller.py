@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import short_conversation, write_jsonl
-from mcp_server.approval import Budget
+from mcp_server.approval import Budget, Consent
 from mcp_server.ledger import Ledger
 from mcp_server.registry import LocalRegistry
 from mcp_server.sweeps import read_state, select_sweep, submit_sweep, sweep_dir, sweep_status
@@ -46,7 +46,7 @@ def test_an_hf_sweep_from_approval_to_the_pick(hub, tmp_path):
     quote = submit_sweep(spec, start=False)
     assert quote.status == "approval_required" and quote.plan.total_worst_case_usd == pytest.approx(1.6)
     assert hub.requests("POST", "/api/jobs/alice") == []
-    sweep = submit_sweep(spec, approval_token=quote.decision.approval_token, start=False)
+    sweep = submit_sweep(spec, consent=Consent(token=quote.decision.approval_token), start=False)
     folder = sweep_dir(sweep.sweep_id)
     configs = json.loads((folder / "plan.json").read_text())["configs"]
     hub.state.repos[f"alice/{project}"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}

@@ -15,7 +15,7 @@ import yaml
 
 from mcp_server.config import parse_config
 from mcp_server.errors import ConfigError
-from mcp_server.jobs import parse_markers
+from mcp_server.jobs.markers import parse
 from mcp_server.pipeline import run_pipeline
 from mcp_server.registry import LocalRegistry, read_manifest
 from mcp_server.tracking import TrackioStore
@@ -100,7 +100,7 @@ def test_fsdp_without_cuda_is_refused_by_the_script(short_data, tiny_model_dir, 
     done = subprocess.run([sys.executable, str(script), "--output-dir", str(tmp_path / "out")], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 3
-    (error,) = parse_markers(done.stdout, "ERROR")
+    (error,) = parse(done.stdout).get("ERROR", [])
     assert error["kind"] == "config" and "needs CUDA GPUs" in error["problem"] and "ddp" in error["fix"]
 
 
@@ -114,10 +114,10 @@ def test_torchrun_two_cpu_processes_rank_zero_writes_once(short_data, tmp_path):
     result = run_pipeline(path)
     log = Path(result.log_path).read_text()
     assert "launching 2 processes (ddp, torchrun)" in log and "torch.distributed.run" in log
-    metrics = [m for m in parse_markers(log, "METRIC") if "loss" in m]
+    metrics = [m for m in parse(log).get("METRIC", []) if "loss" in m]
     assert [m["step"] for m in metrics] == [1, 2, 3, 4, 5, 6]  # one line per step: rank 0 alone logs
     assert metrics[0]["epoch"] == pytest.approx(2 * 2 / 32)  # two processes × batch 2 per step over 32 rows
-    assert len(parse_markers(log, "DONE")) == 1 and len(parse_markers(log, "MASK")) == 1
+    assert len(parse(log).get("DONE", [])) == 1 and len(parse(log).get("MASK", [])) == 1
     assert TrackioStore(result.trackio_dir).runs(project) == [result.run_name]  # exactly one Trackio run
     versions = LocalRegistry().list(project)
     assert [v.version for v in versions] == [1]  # exactly one registry version

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import REPO
-from mcp_server.approval import ApprovalError, Budget
+from mcp_server.approval import ApprovalError, Budget, Consent
 from mcp_server.errors import ConfigError
 from mcp_server.ledger import Ledger
 from mcp_server.sweeps import list_sweeps, plan_sweep, read_state, submit_sweep, sweep_dir
@@ -90,10 +90,10 @@ def test_a_paid_sweep_needs_one_approval_for_its_total(short_data):
     quote = submit_sweep(spec, start=False)
     assert quote.status == "approval_required" and quote.sweep_id is None and "up to $0.80" in quote.next_step
     with pytest.raises(ApprovalError, match="different arguments"):
-        submit_sweep({**spec, "grid": {"lora.r": [8, 32]}}, approval_token=quote.decision.approval_token,
+        submit_sweep({**spec, "grid": {"lora.r": [8, 32]}}, consent=Consent(token=quote.decision.approval_token),
                      arguments={"spec": {**spec, "grid": {"lora.r": [8, 32]}}}, start=False)
     quote = submit_sweep(spec, start=False)
-    done = submit_sweep(spec, approval_token=quote.decision.approval_token, start=False)
+    done = submit_sweep(spec, consent=Consent(token=quote.decision.approval_token), start=False)
     assert done.status == "submitted" and done.decision.via == "token"
     state = read_state(sweep_dir(done.sweep_id))
     assert state.approved_usd == pytest.approx(0.8) and [r.status for r in state.runs] == ["pending", "pending"]

@@ -76,4 +76,4 @@ def test_start_pipeline_converts_into_the_run_folder(tmp_path):
     assert run["config"]["data"]["path"] == [str(data)] and run["config"]["data"]["format"] == "messages"
     script = Path(started.script_path).read_text()
     assert str(data) in script and str(FIXTURES) not in script
-    assert backend.specs and backend.specs[0].module == "mcp_server.pipeline_job"
+    assert backend.specs and backend.specs[0].module == "mcp_server.pipeline.job"

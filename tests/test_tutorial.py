@@ -93,8 +93,8 @@ def test_the_contract_in_miniature_through_the_mcp_client(hub, tmp_path):
         out["selection"] = ok(await client.call_tool("sweep_select", {"sweep_id": out["submitted"]["sweep_id"]}))
         best = out["selection"]["best"]
         out["eval"] = ok(await client.call_tool("eval_start", {
-            "name": best["registry_name"], "version": best["registry_version"], "tasks": ["humaneval"], "limit": 3,
-            "max_tokens": 24}))
+            "name": best["registry_name"], "version": best["registry_version"],
+            "eval": {"tasks": ["humaneval"], "limit": 3, "max_tokens": 24}}))
         out["eval_done"] = await wait_done(client, out["eval"]["job"]["id"])
         out["results"] = ok(await client.call_tool("eval_results", {"job_id": out["eval"]["job"]["id"]}))
         out["publish"] = ok(await client.call_tool("registry_publish", {

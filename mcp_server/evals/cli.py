@@ -46,6 +46,7 @@ def _show(summary: dict, as_json: bool) -> None:
 
 
 def run(args) -> None:
+    from ..approval import Consent, reconcile
     from ..config.schema import EvalSection
     from ..errors import EvalError
     from ..jobs import failure_error, get_backend
@@ -71,12 +72,23 @@ def run(args) -> None:
                      max_tokens=args.max_tokens, sandbox=args.sandbox, mbpp_source=args.mbpp_source,
                      allow_contaminated=args.allow_contaminated)
     backend = get_backend(args.backend)
+    # the command is the person's approval; a paid flavor is still charged to the daily budget
     started = service.start_eval(args.name, args.version, ev=ev, backend=backend, flavor=args.flavor,
-                                 timeout_s=args.timeout)
-    print(f"tunepack: evaluating {started.registry_name} v{started.registry_version} as job {started.job.id}",
+                                 timeout_s=args.timeout, consent=Consent.keyboard())
+    job = started.job
+    if started.spend.cost.paid and started.spend.budget:
+        b = started.spend.budget
+        print(f"tunepack: charged up to ${started.spend.cost.worst_case_usd:.2f} to project '{b.project}' "
+              f"(${b.remaining_usd:.2f} of ${b.limit_usd:.2f} left today)", file=sys.stderr)
+    print(f"tunepack: evaluating {started.registry_name} v{started.registry_version} as job {job.id}",
           file=sys.stderr)
     show = None if args.json else (lambda line: line.startswith("[tunepack]") and print("  " + line, file=sys.stderr))
-    info = backend.wait(started.job.id, on_line=show)
+    try:
+        info = backend.wait(job.id, on_line=show)
+    except KeyboardInterrupt:
+        backend.cancel(job.id)
+        raise KeyboardInterrupt(f"job {job.id} was cancelled") from None
+    reconcile(backend)
     if info.stage != "COMPLETED":
         raise failure_error(info, backend.logs(info.id))
     _show(service.eval_results(job_id=info.id, backend=backend), args.json)

@@ -18,13 +18,10 @@ from pathlib import Path
 
 from ..config.schema import EvalSection
 from ..errors import EvalError, TunepackError
+from ..jobs.markers import emit, parse_line
 from ..registry import AdapterVersion, LocalRegistry, read_manifest
 from .render import build_spec, write_eval_script
 from .results import apply_to_card, results_markdown
-
-
-def emit(kind: str, payload: dict) -> None:
-    print(f"TUNEPACK_{kind} " + json.dumps(payload, default=str), flush=True)
 
 
 def training_data(manifest: dict) -> list[str]:
@@ -115,8 +112,9 @@ def evaluate(run_dir: str | Path, on_line: Callable[[str], None] | None = None) 
     error, show = None, on_line or (lambda text: print(text, flush=True))
     for line in proc.stdout:
         show(line.rstrip("\n"))
-        if line.startswith("TUNEPACK_ERROR "):
-            error = json.loads(line.split(" ", 1)[1])
+        marker = parse_line(line)
+        if marker and marker[0] == "ERROR":
+            error = marker[1]
     code = proc.wait()
     if code != 0 or not (out / "results.json").is_file():
         if error:

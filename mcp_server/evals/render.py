@@ -19,7 +19,7 @@ import yaml
 
 from .. import __version__
 from ..config.schema import EvalSection
-from ..resources import render_template, template_path
+from ..resources import embedded_source, render_template, template_path
 from ..train.render import pins as train_pins
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
@@ -77,6 +77,7 @@ def render_eval_script(spec: dict, *, tracking: dict | None = None) -> tuple[str
         tracking_literal=pprint.pformat(tracking, sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
         kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
+        markers_source=embedded_source("jobs/markers.py"),
     )
     info["script_sha256"] = sha256(text)
     return text, info

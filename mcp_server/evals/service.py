@@ -15,38 +15,67 @@ import json
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from ..approval import Consent, Spend, spend
 from ..config.schema import EvalSection
 from ..errors import EvalError
 from ..home import home_dir, trackio_dir
-from ..jobs import JobBackend, JobInfo, JobSpec, failure_error, get_backend, parse_markers
+from ..jobs import JobBackend, JobInfo, JobSpec, estimate, failure_error, get_backend, markers
 from ..registry import LocalRegistry
 from . import job as eval_job
 
 
 class StartedEval(BaseModel):
-    eval_id: str
-    run_dir: str
-    script_path: str
+    spend: Spend = Field(description="the gate's decision, the quote, the job (None while approval is required)")
     registry_name: str
     registry_version: int
-    job: JobInfo
+    eval_id: str | None = None
+    run_dir: str | None = None
+    script_path: str | None = None
     next_step: str
+
+    @property
+    def job(self) -> JobInfo | None:
+        return self.spend.job
 
 
 def start_eval(name: str, version: int | None = None, *, ev: EvalSection, backend: JobBackend | None = None,
-               flavor: str | None = None, timeout_s: int | None = None, project: str = "tunepack-evals") -> StartedEval:
+               flavor: str | None = None, timeout_s: int | None = None, project: str = "tunepack-evals",
+               consent: Consent | None = None) -> StartedEval:
+    """Quote, pass the spending gate (``consent``: how the human agreed; none by default), then prepare the eval
+    run and submit it as a job. The approval binds to the registry version, the eval section and the placement."""
     backend = backend or get_backend("local")
     entry = LocalRegistry().get(name, version)
-    eval_id = f"{entry.name}-v{entry.version}-{time.strftime('%Y%m%d-%H%M%S')}"
-    run_dir = home_dir("evals", eval_id)
-    tracking = {"project": project, "run": eval_id}
-    remote = backend.name != "local"
-    if remote and not entry.hub_repo:
+    if backend.name != "local" and not entry.hub_repo:
         raise EvalError(f"{entry.name} v{entry.version} is only in the local registry; a remote job cannot read it.",
                         "publish it first (registry_publish), or evaluate with the local backend.")
-    script = eval_job.prepare(entry, ev, run_dir, tracking=tracking, remote=remote)
+    if not ev.tasks:
+        raise EvalError("No eval tasks are given.", "set eval.tasks, e.g. [humaneval, mbpp] (or a .jsonl of your own).")
+    eval_job.models_for(entry, remote=backend.name != "local")  # a base the job cannot load: refused before a quote
+    arguments = {"adapter": f"{entry.name}@v{entry.version}", "eval": ev.model_dump(mode="json"),
+                 "backend": backend.name, "flavor": flavor, "timeout_s": timeout_s}
+    prepared: list[dict] = []
+
+    def submit() -> JobInfo:
+        prepared.append(_submit(entry, ev, backend, flavor=flavor, timeout_s=timeout_s, project=project))
+        return prepared[0].pop("job")
+
+    outcome = spend("eval_start", arguments, estimate(backend.name, flavor, timeout_s), project, submit,
+                    consent or Consent())
+    job = outcome.job
+    nxt = (f"follow it with jobs_wait('{job.id}'), then eval_results(job_id='{job.id}')" if job
+           else outcome.decision.message)
+    return StartedEval(spend=outcome, registry_name=entry.name, registry_version=entry.version, next_step=nxt,
+                       **(prepared[0] if prepared else {}))
+
+
+def _submit(entry, ev: EvalSection, backend: JobBackend, *, flavor: str | None, timeout_s: int | None,
+            project: str) -> dict:
+    eval_id = f"{entry.name}-v{entry.version}-{time.strftime('%Y%m%d-%H%M%S')}"
+    run_dir = home_dir("evals", eval_id)
+    remote = backend.name != "local"
+    script = eval_job.prepare(entry, ev, run_dir, tracking={"project": project, "run": eval_id}, remote=remote)
     labels = {"stage": "eval", "registry_name": entry.name, "registry_version": str(entry.version), "eval_id": eval_id}
     if remote:
         spec = JobSpec(script=str(script), args=["--output-dir", "/tmp/eval-output"], name=eval_id, labels=labels,
@@ -54,10 +83,7 @@ def start_eval(name: str, version: int | None = None, *, ev: EvalSection, backen
     else:
         spec = JobSpec(module="mcp_server.evals.job", args=[str(run_dir)], name=eval_id, labels=labels,
                        timeout_s=timeout_s, env={"TRACKIO_DIR": str(trackio_dir())})
-    info = backend.submit(spec)
-    return StartedEval(eval_id=eval_id, run_dir=str(run_dir), script_path=str(script), registry_name=entry.name,
-                       registry_version=entry.version, job=info,
-                       next_step=f"follow it with jobs_wait('{info.id}'), then eval_results(job_id='{info.id}')")
+    return {"eval_id": eval_id, "run_dir": str(run_dir), "script_path": str(script), "job": backend.submit(spec)}
 
 
 def eval_results(*, job_id: str | None = None, name: str | None = None, version: int | None = None,
@@ -69,12 +95,13 @@ def eval_results(*, job_id: str | None = None, name: str | None = None, version:
         log = backend.logs(job_id)
         if not info.done:
             raise EvalError(f"Eval job {job_id} is still {info.stage}.", f"wait for it: jobs_wait('{job_id}').")
+        found = markers.parse(log)
         if info.stage != "COMPLETED":
-            raise failure_error(info, log)
-        done = parse_markers(log, "EVALUATED")
+            raise failure_error(info, log, found)
+        done = found.get("EVALUATED", [])
         if done:
             return done[-1]
-        raw = parse_markers(log, "EVAL")
+        raw = found.get("EVAL", [])
         if not raw:
             raise EvalError(f"Job {job_id} finished without eval results (no TUNEPACK_EVAL line).",
                             "read its log with jobs_logs; it was probably not an eval job.")

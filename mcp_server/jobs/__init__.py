@@ -1,8 +1,9 @@
-"""Jobs room: run rendered scripts locally (or on HF Jobs, [3/10]) behind one interface."""
+"""Jobs room: run rendered scripts on this machine (local) or on HF Jobs (hf) behind one interface, and
+read what they report through the log-marker protocol (markers.py)."""
 
 from ..errors import JobError
-from .base import (FINAL_STAGES, Hardware, JobBackend, JobInfo, JobSpec, failure_error, parse_markers,
-                   progress_of)
+from . import markers
+from .base import FINAL_STAGES, Hardware, JobBackend, JobInfo, JobSpec, failure_error, progress_of
 from .local import LocalBackend
 from .pricing import CostEstimate, estimate, flavor_info, hf_flavors
 
@@ -17,8 +18,8 @@ def get_backend(name: str = "local", **kwargs) -> JobBackend:
     try:
         return BACKENDS[name](**kwargs)
     except KeyError:
-        raise JobError(f"Unknown job backend '{name}'.", f"use one of: {', '.join(BACKENDS)}.") from None
+        raise JobError(f"Unknown job backend '{name}'.", f"use one of: {', '.join([*BACKENDS, 'hf'])}.") from None
 
 
 __all__ = ["FINAL_STAGES", "CostEstimate", "Hardware", "JobBackend", "JobInfo", "JobSpec", "LocalBackend",
-           "estimate", "failure_error", "flavor_info", "get_backend", "hf_flavors", "parse_markers", "progress_of"]
+           "estimate", "failure_error", "flavor_info", "get_backend", "hf_flavors", "markers", "progress_of"]

@@ -9,7 +9,6 @@ and the MCP tools never care where a job runs.
 from __future__ import annotations
 
 import abc
-import json
 import time
 from collections.abc import Callable
 from typing import Literal
@@ -17,10 +16,10 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ..errors import JobError, TunepackError
+from .markers import parse
 
 Stage = Literal["SCHEDULING", "RUNNING", "COMPLETED", "ERROR", "CANCELED", "DELETED"]
 FINAL_STAGES: frozenset[str] = frozenset({"COMPLETED", "ERROR", "CANCELED", "DELETED"})
-MARKER_PREFIX = "TUNEPACK_"
 
 
 class JobSpec(BaseModel):
@@ -120,32 +119,18 @@ class JobBackend(abc.ABC):
             time.sleep(poll_s)
 
 
-def parse_markers(log_text: str, kind: str) -> list[dict]:
-    """The JSON payloads of ``TUNEPACK_<KIND> {json}`` lines in a job log."""
-    prefix = f"{MARKER_PREFIX}{kind} "
-    found = []
-    for line in log_text.splitlines():
-        line = line.strip()
-        if line.startswith(prefix):
-            try:
-                found.append(json.loads(line[len(prefix):]))
-            except ValueError:
-                continue
-    return found
-
-
-def progress_of(log_text: str) -> dict | None:
-    """The last training metric line: step, max_steps, loss (for progress reports)."""
-    metrics = [m for m in parse_markers(log_text, "METRIC") if "step" in m]
+def progress_of(found: dict[str, list[dict]]) -> dict | None:
+    """The last training metric of a parsed log (``markers.parse``): step, max_steps, loss."""
+    metrics = [m for m in found.get("METRIC", []) if "step" in m]
     return metrics[-1] if metrics else None
 
 
-def failure_error(info: JobInfo, log_text: str) -> TunepackError:
+def failure_error(info: JobInfo, log_text: str, found: dict[str, list[dict]] | None = None) -> TunepackError:
     """Turn a failed job into the error an agent can act on: the script's own TUNEPACK_ERROR if it
-    printed one, else the log's last lines."""
+    printed one, else the log's last lines. ``found``: the log's markers when already parsed."""
     from ..errors import ConfigError, DataError
 
-    errors = parse_markers(log_text, "ERROR")
+    errors = (found if found is not None else parse(log_text)).get("ERROR", [])
     where = f" (job {info.id}; full log: {info.log_path or info.url})"
     if errors:
         last = errors[-1]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from .base import JobBackend, JobInfo, failure_error, parse_markers, progress_of
+from .base import JobBackend, JobInfo, failure_error, progress_of
+from .markers import parse
 
 MAX_LINES = 200
 MAX_LINE_CHARS = 400
@@ -42,20 +43,21 @@ class LogsView(BaseModel):
 def describe(backend: JobBackend, job_id: str) -> JobView:
     info = backend.status(job_id)
     text = backend.logs(job_id)
-    metric = progress_of(text)
+    found = parse(text)  # the log is read and parsed once
+    metric = progress_of(found)
     progress = None
     if metric:
-        losses = [m for m in parse_markers(text, "METRIC") if "loss" in m]
-        evals = [m for m in parse_markers(text, "METRIC") if "eval_loss" in m]
+        losses = [m for m in found.get("METRIC", []) if "loss" in m]
+        evals = [m for m in found.get("METRIC", []) if "eval_loss" in m]
         progress = Progress(step=metric["step"], max_steps=metric.get("max_steps"),
                             loss=losses[-1]["loss"] if losses else None,
                             eval_loss=evals[-1]["eval_loss"] if evals else None)
-    outcome = next((parse_markers(text, k)[-1] for k in OUTCOME_MARKERS if parse_markers(text, k)), None)
+    outcome = next((found[k][-1] for k in OUTCOME_MARKERS if found.get(k)), None)
     if outcome and "manifest" in outcome:  # remote runs carry their whole manifest: too big for a result
         outcome = {k: v for k, v in outcome.items() if k != "manifest"}
     error = None
     if info.stage in ("ERROR", "CANCELED"):
-        error = str(failure_error(info, text))
+        error = str(failure_error(info, text, found))
     nxt = {"SCHEDULING": "waiting for a free slot; call jobs_wait",
            "RUNNING": "call jobs_wait (up to 50 s per call) or jobs_logs",
            "COMPLETED": "done; read the outcome", "ERROR": "read the error, fix, and resubmit",

@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from .. import hf_auth
+from ..approval import Consent, Decision, approve
 from .local import AdapterVersion
 
 HUB_TAGS = ["peft", "trl", "sft", "tunepack"]
@@ -58,6 +59,26 @@ def hub_card(body_markdown: str, manifest: dict, name: str, eval_results: list[d
                          library_name="peft", tags=HUB_TAGS, model_name=name, eval_results=results or None)
     body = re.sub(r"^---\n.*?\n---\n", "", body_markdown, count=1, flags=re.S)
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n{body}"))
+
+
+class Publication(BaseModel):
+    decision: Decision
+    push: HubPush | None = None  # None while the human's approval is required
+
+
+def publish_approved(name: str, version: int | None, repo_id: str, *, private: bool = True,
+                     consent: Consent | None = None) -> Publication:
+    """Publish a registry version through the approval gate: a public repo needs the human's yes (the
+    keyboard, an elicitation answer or an approval token); a private one does not."""
+    from .local import LocalRegistry
+
+    entry = LocalRegistry().get(name, version)
+    arguments = {"name": entry.name, "version": entry.version, "repo_id": repo_id, "private": private}
+    decision = approve("registry_publish", arguments, 0.0, needed=not private, consent=consent or Consent(),
+                       summary=f"publish {entry.name} v{entry.version} as the public repo {repo_id}")
+    if decision.status == "approval_required":
+        return Publication(decision=decision)
+    return Publication(decision=decision, push=publish(entry, repo_id, private=private))
 
 
 def publish(entry: AdapterVersion, repo_id: str, *, private: bool = True,

@@ -1,4 +1,5 @@
-"""The MCP face of tunepack: typed tools that only adapt the rooms (see pipeline_tools, other_tools).
+"""The MCP face of tunepack: typed tools that only adapt the rooms, one module per room, each with its
+``TOOLS`` list; ``build_server`` registers the tools of the chosen toolsets from those lists.
 
 Start it with ``tunepack serve`` (stdio) or ``tunepack serve --http`` (streamable HTTP on
 127.0.0.1). Nothing heavy is imported at start-up: torch, transformers, trl, datasets and trackio
@@ -21,31 +22,28 @@ This server exposes the toolsets it was started with (tunepack serve --toolsets 
 the Viewer endpoints, Trackio writers, ledger_* and research_* (study roles) live in their own toolsets."""
 
 
+def all_tools() -> list:
+    """Every tool function, from each room's face module."""
+    from . import (data_tools, eval_tools, job_tools, ledger_tools, pipeline_tools, registry_tools, research_tools,
+                   skill_tools, sweep_tools, traces_tools, tracking_tools, viewer_tools)
+
+    modules = (pipeline_tools, job_tools, tracking_tools, registry_tools, skill_tools, data_tools, viewer_tools,
+               eval_tools, traces_tools, ledger_tools, research_tools, sweep_tools)
+    return [tool for module in modules for tool in module.TOOLS]
+
+
 def build_server(toolsets: str | None = "all") -> MCPServer:
-    """The server with the tools of ``toolsets`` (comma-separated names, see toolsets.py; default all)."""
-    from . import other_tools, pipeline_tools, viewer_tools
+    """The server with the tools of ``toolsets`` (comma-separated names, see harness/toolsets.py; default all)
+    and the chat commands as prompts."""
     from ..harness.toolsets import parse, tools_of
+    from . import prompts
 
     server = MCPServer("tunepack", instructions=INSTRUCTIONS, version=__version__)
-    pipeline_tools.register(server)
-    other_tools.register(server)
-    viewer_tools.register(server)
-    from . import eval_tools  # code benchmarks in the sandbox
-
-    eval_tools.register(server)
-    from . import traces_tools  # agent sessions → SFT rows
-    traces_tools.register(server)
-    from . import ledger_tools, prompts, research_tools  # experiment ledger, Hub research, chat commands
-
-    ledger_tools.register(server)
-    research_tools.register(server)
-    prompts.register(server)
-    from . import sweep_tools  # sweeps: plan, submit (canary first), status, select, report, cancel
-    sweep_tools.register(server)
     keep = tools_of(parse(toolsets))
-    for tool in [t.name for t in server._tool_manager.list_tools()]:
-        if tool not in keep:
-            server.remove_tool(tool)
+    for tool in all_tools():
+        if tool.__name__ in keep:
+            server.add_tool(tool)
+    prompts.register(server)
     return server
 
 

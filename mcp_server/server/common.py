@@ -1,4 +1,5 @@
-"""What every tool shares: the error boundary, the stdout guard, and small argument types."""
+"""What every tool shares: the error boundary, the stdout guard, small argument types, and turning an
+approval resolver's outcome into the approval room's ``Consent``."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import sys
 from typing import Annotated
 
 from mcp.server.elicitation import AcceptedElicitation
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
+from ..approval import Consent
 from ..errors import TunepackError
 
 log = logging.getLogger("tunepack.server")
@@ -36,11 +39,20 @@ class Approval(BaseModel):
     approve: bool = Field(description="Approve?")
 
 
-def elicited(outcome) -> bool | None:
-    """True/False when the human answered an elicitation, None when none was asked."""
+def consent_from(outcome, approval_token: str | None = None) -> Consent:
+    """The human's consent from an approval resolver's outcome: their answer when they were asked (a declined
+    or cancelled question is a no), nothing when the resolver asked nobody (it returned None), plus the
+    approval token the agent passed back."""
     if isinstance(outcome, AcceptedElicitation):
-        return outcome.data.approve if isinstance(outcome.data, Approval) else None
-    return False  # declined or cancelled
+        answer = outcome.data.approve if isinstance(outcome.data, Approval) else None
+    else:
+        answer = False
+    return Consent(elicited=answer, token=approval_token)
+
+
+def can_elicit(ctx: Context) -> bool:
+    caps = ctx.client_capabilities
+    return caps is not None and caps.elicitation is not None
 
 
 def _fail(name: str, exc: BaseException) -> ToolError:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
@@ -10,21 +10,24 @@ from mcp.server.mcpserver.resolve import Resolve
 from pydantic import BaseModel, Field
 
 from ..config.schema import EvalSection
-from ..jobs import JobInfo, get_backend
-from .common import Approval, ApprovalToken, Flavor, OptBackend, TimeoutS, guarded
-from .pipeline_tools import SpendResult, _ask_spend, _spend
+from ..jobs import get_backend
+from .common import Approval, ApprovalToken, Flavor, OptBackend, TimeoutS, consent_from, guarded
+from .pipeline_tools import Placed, SpendResult, ask_to_spend, spend_result
 
 Name = Annotated[str, Field(description="Registry name of the adapter line (registry_list shows them).")]
 Version = Annotated[int | None, Field(description="Registry version (default the newest).", ge=1)]
 
 
-def _ask_eval_spend(ctx: Context, backend: str | None = None, flavor: str | None = None,
-                    timeout_s: int | None = None, approval_token: str | None = None):
-    """The spend resolver of pipeline_run, for a tool without a config: the job's placement is in the call."""
-    return _ask_spend(ctx, None, backend or "local", flavor, timeout_s, approval_token)
+def _placed(backend: str | None = None, flavor: str | None = None, timeout_s: int | None = None) -> Placed:
+    return Placed(None, backend or "local", flavor, timeout_s)
 
 
-EvalApproval = Annotated[ElicitationResult[Approval], Resolve(_ask_eval_spend)]
+def ask_to_spend_on_eval(ctx: Context, placed: Annotated[Placed, Resolve(_placed)], approval_token: str | None = None):
+    """The spend question of pipeline_run, for a tool without a config: the job's placement is in the call."""
+    return ask_to_spend(ctx, placed, approval_token)
+
+
+EvalApproval = Annotated[ElicitationResult[Approval], Resolve(ask_to_spend_on_eval)]
 
 
 class EvalTask(BaseModel):
@@ -56,62 +59,35 @@ def _next_step(summary: dict) -> str:
     return "report the table to the user; publish with registry_publish when they agree"
 
 
-def register(server) -> None:
-    @server.tool()
-    @guarded
-    def eval_start(name: Name, approval: EvalApproval, version: Version = None,
-                   tasks: Annotated[list[str], Field(description="humaneval, mbpp, or paths of .jsonl problem "
-                                                                 "files (id, prompt, tests).")] = ["humaneval"],
-                   limit: Annotated[int | None, Field(description="First N problems per task (smoke runs).",
-                                                      ge=1)] = None,
-                   ids: Annotated[list[str] | None, Field(description="Only these problem ids (e.g. mbpp/89, "
-                                                                      "HumanEval/0).")] = None,
-                   samples: Annotated[int, Field(description="Answers per problem.", ge=1, le=100)] = 1,
-                   temperature: Annotated[float, Field(description="0 = greedy.", ge=0, le=2)] = 0.0,
-                   max_tokens: Annotated[int, Field(description="Most new tokens per answer.", ge=16)] = 512,
-                   sandbox: Annotated[Literal["namespaces", "unsafe-host", "docker"],
-                                      Field(description="Where generated code runs; unsafe-host = no isolation "
-                                                        "(labelled).")] = "namespaces",
-                   mbpp_source: Annotated[str, Field(description="'hub' or a path to mbpp.jsonl.")] = "hub",
-                   allow_contaminated: Annotated[bool, Field(description="Show scores even when the training "
-                                                                         "data overlaps the problems (labelled).")]
-                   = False,
-                   backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
-                   approval_token: ApprovalToken = None) -> SpendResult:
-        """Evaluate a registry version (base model vs base + adapter) on code benchmarks with Inspect, generated
-        code run in a sandbox, after a contamination check against its training data. Returns at once with the
-        job id; results go into the version's model card. Paid flavors need human approval."""
-        from ..evals.service import start_eval
+@guarded
+def eval_start(name: Name, approval: EvalApproval, version: Version = None,
+               eval: Annotated[EvalSection | None, Field(description="What to evaluate and how: the config's eval "
+                                                                    "section (default: tasks [humaneval]).")] = None,
+               backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
+               approval_token: ApprovalToken = None) -> SpendResult:
+    """Evaluate a registry version (base model vs base + adapter) on code benchmarks with Inspect, generated
+    code run in a sandbox, after a contamination check against its training data. Returns at once with the
+    job id; results go into the version's model card. Paid flavors need human approval."""
+    from ..evals.service import start_eval
 
-        ev = EvalSection(tasks=tasks, limit=limit, ids=ids or [], samples=samples, temperature=temperature, max_tokens=max_tokens,
-                         sandbox=sandbox, mbpp_source=mbpp_source, allow_contaminated=allow_contaminated)
-        backend = backend or "local"
-        arguments = {"name": name, "version": version, "tasks": tasks, "limit": limit, "backend": backend,
-                     "flavor": flavor, "timeout_s": timeout_s, "allow_contaminated": allow_contaminated}
-        started: list = []
+    started = start_eval(name, version, ev=eval or EvalSection(tasks=["humaneval"]),
+                         backend=get_backend(backend or "local"), flavor=flavor, timeout_s=timeout_s,
+                         consent=consent_from(approval, approval_token))
+    return spend_result(started.spend, run_name=started.eval_id, next_step=started.next_step)
 
-        def submit() -> JobInfo:
-            started.append(start_eval(name, version, ev=ev, backend=get_backend(backend), flavor=flavor,
-                                      timeout_s=timeout_s))
-            return started[0].job
 
-        result = _spend("eval_start", arguments, backend, flavor, timeout_s, "tunepack-evals", submit, approval,
-                        approval_token)
-        if started:
-            result.run_name = started[0].eval_id
-            result.next_step = started[0].next_step
-        return result
+@guarded
+def eval_results(job_id: Annotated[str | None, Field(description="An eval job id (from eval_start).")] = None,
+                 name: Annotated[str | None, Field(description="Or a registry name: its latest recorded "
+                                                               "results.")] = None,
+                 version: Version = None) -> EvalSummary:
+    """Results of a finished eval job, or the latest eval recorded with a registry version: the markdown
+    table, pass@1 of base and base + adapter per task, and the contaminated share."""
+    from ..evals.service import eval_results as read
 
-    @server.tool()
-    @guarded
-    def eval_results(job_id: Annotated[str | None, Field(description="An eval job id (from eval_start).")] = None,
-                     name: Annotated[str | None, Field(description="Or a registry name: its latest recorded "
-                                                                   "results.")] = None,
-                     version: Version = None) -> EvalSummary:
-        """Results of a finished eval job, or the latest eval recorded with a registry version: the markdown
-        table, pass@1 of base and base + adapter per task, and the contaminated share."""
-        from ..evals.service import eval_results as read
+    summary = read(job_id=job_id, name=name, version=version)
+    return EvalSummary(**{k: v for k, v in summary.items() if k in EvalSummary.model_fields},
+                       next_step=_next_step(summary))
 
-        summary = read(job_id=job_id, name=name, version=version)
-        return EvalSummary(**{k: v for k, v in summary.items() if k in EvalSummary.model_fields},
-                           next_step=_next_step(summary))
+
+TOOLS = [eval_start, eval_results]

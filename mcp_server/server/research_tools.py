@@ -18,34 +18,35 @@ SortArg = Annotated[Literal["downloads", "likes", "trending_score", "created_at"
 Limit = Annotated[int, Field(description="How many results (1-50).", ge=1, le=50)]
 
 
-def register(server) -> None:
-    @server.tool()
-    @guarded
-    def research_models(query: Query = None, filters: Filters = None, author: Author = None,
-                        pipeline_tag: Annotated[str | None, Field(description="Task, e.g. text-generation.")] = None,
-                        sort: SortArg = "downloads", limit: Limit = 10) -> ModelSearch:
-        """Search models on the Hugging Face Hub (base models to fine-tune, adapters others trained, baselines):
-        id, downloads, likes, task, library, tags and URL per hit."""
-        return search_models(query, filters=filters, author=author, pipeline_tag=pipeline_tag, sort=sort, limit=limit)
+@guarded
+def research_models(query: Query = None, filters: Filters = None, author: Author = None,
+                    pipeline_tag: Annotated[str | None, Field(description="Task, e.g. text-generation.")] = None,
+                    sort: SortArg = "downloads", limit: Limit = 10) -> ModelSearch:
+    """Search models on the Hugging Face Hub (base models to fine-tune, adapters others trained, baselines):
+    id, downloads, likes, task, library, tags and URL per hit."""
+    return search_models(query, filters=filters, author=author, pipeline_tag=pipeline_tag, sort=sort, limit=limit)
 
-    @server.tool()
-    @guarded
-    def research_datasets(query: Query = None, filters: Filters = None, author: Author = None,
-                          sort: SortArg = "downloads", limit: Limit = 10) -> DatasetSearch:
-        """Search datasets on the Hugging Face Hub (training or eval data): id, downloads, likes, tags, a short
-        description and URL per hit. Check a candidate's shape with viewer_traces before proposing it."""
-        return search_datasets(query, filters=filters, author=author, sort=sort, limit=limit)
 
-    @server.tool()
-    @guarded
-    def research_papers(query: Annotated[str, Field(description="Topic words, e.g. 'QLoRA' or 'tool calling SFT'.")],
-                        limit: Limit = 10) -> PaperSearch:
-        """Search papers on the Hugging Face Hub (Daily Papers index): arXiv id, title, date, upvotes, a trimmed
-        abstract and keywords per hit."""
-        return search_papers(query, limit)
+@guarded
+def research_datasets(query: Query = None, filters: Filters = None, author: Author = None,
+                      sort: SortArg = "downloads", limit: Limit = 10) -> DatasetSearch:
+    """Search datasets on the Hugging Face Hub (training or eval data): id, downloads, likes, tags, a short
+    description and URL per hit. Check a candidate's shape with viewer_traces before proposing it."""
+    return search_datasets(query, filters=filters, author=author, sort=sort, limit=limit)
 
-    @server.tool()
-    @guarded
-    def research_paper(arxiv_id: Annotated[str, Field(description="arXiv id, e.g. 2305.14314.")]) -> PaperDetail:
-        """One paper: abstract, authors, code link, and the models and datasets on the Hub that cite it."""
-        return paper(arxiv_id)
+
+@guarded
+def research_papers(query: Annotated[str, Field(description="Topic words, e.g. 'QLoRA' or 'tool calling SFT'.")],
+                    limit: Limit = 10) -> PaperSearch:
+    """Search papers on the Hugging Face Hub (Daily Papers index): arXiv id, title, date, upvotes, a trimmed
+    abstract and keywords per hit."""
+    return search_papers(query, limit)
+
+
+@guarded
+def research_paper(arxiv_id: Annotated[str, Field(description="arXiv id, e.g. 2305.14314.")]) -> PaperDetail:
+    """One paper: abstract, authors, code link, and the models and datasets on the Hub that cite it."""
+    return paper(arxiv_id)
+
+
+TOOLS = [research_models, research_datasets, research_papers, research_paper]

@@ -4,7 +4,8 @@ select, report, cancel. Every call returns at once; the sweep's controller runs 
 from __future__ import annotations
 
 import base64
-from typing import Annotated, Any, Literal
+from pathlib import Path
+from typing import Annotated, Literal, NamedTuple
 
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
@@ -12,9 +13,11 @@ from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp_types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
+from ..errors import TunepackError
 from ..sweeps import (Selection, SubmitResult, SweepError, SweepPlan, SweepStatusView, cancel_sweep, plan_sweep,
                       resume_sweep, select_sweep, submit_sweep)
-from .common import Approval, ApprovalToken, elicited, guarded
+from ..sweeps.plan import build_plan
+from .common import Approval, ApprovalToken, can_elicit, consent_from, guarded
 
 SpecPath = Annotated[str | None, Field(description="A sweep spec YAML (e.g. examples/sweep.yaml): base config, "
                                                    "grid/random/runs over dotted keys, max_concurrent, metric, "
@@ -38,26 +41,34 @@ def _source(spec_path: str | None, spec: dict | None) -> str | dict:
     return spec_path or spec
 
 
-def _ask_sweep(ctx: Context, spec_path: str | None = None, spec: dict | None = None, resume: str | None = None,
-               approval_token: str | None = None) -> Any:
-    """Resolver: one elicitation for a whole paid sweep, when the client can show it."""
-    if approval_token or resume:
-        return "token" if approval_token else "not-needed"
+class Built(NamedTuple):
+    """The sweep planned once per call (shared by the approval question and the tool body)."""
+    built: tuple | None  # what build_plan returned: plan, configs, spec
+    error: TunepackError | None = None
+
+
+def build(spec_path: str | None = None, spec: dict | None = None, resume: str | None = None) -> Built:
+    if resume:
+        return Built(None)
     try:
-        plan = plan_sweep(_source(spec_path, spec))
-    except Exception:
-        return "invalid"  # the tool body reports the real error
+        return Built(build_plan(_source(spec_path, spec)))
+    except TunepackError as exc:
+        return Built(None, exc)
+
+
+def ask_to_sweep(ctx: Context, planned: Annotated[Built, Resolve(build)], approval_token: str | None = None):
+    """Resolver: one elicitation for a whole paid sweep, when the client can show it; None = nobody was asked."""
+    if approval_token or planned.built is None or not can_elicit(ctx):
+        return None
+    plan = planned.built[0]
     if not plan.needs_approval or not plan.within_budget:
-        return "not-needed"
-    caps = ctx.client_capabilities
-    if caps is None or caps.elicitation is None:
-        return "no-elicitation"
+        return None
     return Elicit(f"tunepack wants to start sweep '{plan.name}': {plan.total_runs} jobs on {plan.backend}/"
                   f"{plan.flavor} (at most {plan.max_concurrent} at once); it may cost up to "
                   f"${plan.total_worst_case_usd:.2f} in total. Approve?", Approval)
 
 
-SweepApproval = Annotated[ElicitationResult[Approval], Resolve(_ask_sweep)]
+SweepApproval = Annotated[ElicitationResult[Approval], Resolve(ask_to_sweep)]
 MAX_RESULT = 7500  # characters of JSON: results stay near 8 KB however large the sweep
 
 
@@ -94,86 +105,88 @@ def _fit_rows(view: BaseModel, rows: str, note_field: str) -> BaseModel:
     return view
 
 
-def register(server) -> None:
-    @server.tool()
-    @guarded
-    def sweep_plan(spec_path: SpecPath = None, spec: SpecDict = None) -> SweepPlan:
-        """Plan a sweep without starting anything: each run's config diff, flavor, processes, expected time and
-        cost, the canary, the total against the budget cap, and the runs the ledger refuses (do-not-repeat or
-        already tried)."""
-        return _fit_plan(plan_sweep(_source(spec_path, spec)))
+@guarded
+def sweep_plan(spec_path: SpecPath = None, spec: SpecDict = None) -> SweepPlan:
+    """Plan a sweep without starting anything: each run's config diff, flavor, processes, expected time and
+    cost, the canary, the total against the budget cap, and the runs the ledger refuses (do-not-repeat or
+    already tried)."""
+    return _fit_plan(plan_sweep(_source(spec_path, spec)))
 
-    @server.tool()
-    @guarded
-    def sweep_submit(approval: SweepApproval, spec_path: SpecPath = None, spec: SpecDict = None,
-                     resume: Annotated[str | None, Field(description="Instead of a spec: the id of a sweep whose "
-                                                                     "controller crashed, to resume it.")] = None,
-                     approval_token: ApprovalToken = None) -> SubmitResult:
-        """Start a sweep: one ledger experiment per run, then a controller job that runs the canary first, the
-        rest once it logged its first steps cleanly (at most max_concurrent at once), stops diverging runs and
-        retries only infrastructure failures. A paid sweep needs the human's yes for its total worst case and
-        must fit budget_usd and the daily budget. Returns at once; follow with sweep_status."""
-        if resume:
-            return resume_sweep(resume)
-        source = _source(spec_path, spec)
-        answer = None if isinstance(approval, str) else elicited(approval)
-        result = submit_sweep(source, elicited=answer, approval_token=approval_token,
-                              arguments={"spec_path": spec_path, "spec": spec})
-        result.plan = _fit_plan(result.plan)
-        return result
 
-    @server.tool()
-    @guarded
-    def sweep_status(sweep_id: SweepId) -> SweepStatusView:
-        """One row per run (state, step, last loss, selection metric, cost so far; remote runs from the metric
-        lines in their job logs), the canary, alerts, and whether the controller is alive (a crashed one is
-        named, with how to resume)."""
-        from ..sweeps import sweep_status as status
+@guarded
+def sweep_submit(approval: SweepApproval, planned: Annotated[Built, Resolve(build)], spec_path: SpecPath = None,
+                 spec: SpecDict = None,
+                 resume: Annotated[str | None, Field(description="Instead of a spec: the id of a sweep whose "
+                                                                 "controller crashed, to resume it.")] = None,
+                 approval_token: ApprovalToken = None) -> SubmitResult:
+    """Start a sweep: one ledger experiment per run, then a controller job that runs the canary first, the
+    rest once it logged its first steps cleanly (at most max_concurrent at once), stops diverging runs and
+    retries only infrastructure failures. A paid sweep needs the human's yes for its total worst case and
+    must fit budget_usd and the daily budget. Returns at once; follow with sweep_status."""
+    if resume:
+        return resume_sweep(resume)
+    if planned.error:
+        raise planned.error
+    result = submit_sweep(_source(spec_path, spec), consent=consent_from(approval, approval_token),
+                          arguments={"spec_path": spec_path, "spec": spec}, built=planned.built)
+    result.plan = _fit_plan(result.plan)
+    return result
 
-        return _fit_rows(status(sweep_id), "rows", "next_step")
 
-    @server.tool()
-    @guarded
-    def sweep_select(sweep_id: SweepId,
-                     metric: Annotated[str | None, Field(description="Rank on this metric instead of the spec's "
-                                                                     "(eval/humaneval/pass@1, eval_loss, any "
-                                                                     "logged metric).")] = None,
-                     direction: Annotated[Literal["min", "max"] | None, Field(description="Better is lower (min) "
-                                                                                          "or higher (max).")] = None,
-                     reduce: Annotated[Literal["last", "best"] | None, Field(description="A logged metric's last "
-                                                                                         "value or its best.")] = None,
-                     record: Annotated[bool, Field(description="Write keep/discard/crash to the ledger (once "
-                                                               "every run finished).")] = True) -> Selection:
-        """Rank the finished runs, name the best run and its adapter (registry name + version), and write
-        keep / discard / crash to the ledger. Publishing the best adapter is registry_publish (approved)."""
-        return _fit_rows(select_sweep(sweep_id, metric=metric, direction=direction, reduce=reduce, record=record),
-                         "ranking", "next_step")
+@guarded
+def sweep_status(sweep_id: SweepId) -> SweepStatusView:
+    """One row per run (state, step, last loss, selection metric, cost so far; remote runs from the metric
+    lines in their job logs), the canary, alerts, and whether the controller is alive (a crashed one is
+    named, with how to resume)."""
+    from ..sweeps import sweep_status as status
 
-    @server.tool()
-    @guarded
-    def sweep_report(sweep_id: SweepId) -> Annotated[CallToolResult, SweepReport]:
-        """The sweep's report: a markdown table (one row per run, best first) and a PNG of the runs' curves,
-        saved in the sweep folder and returned here."""
-        from ..sweeps.report import write_report
-        from ..sweeps.state import read_state, sweep_dir
+    return _fit_rows(status(sweep_id), "rows", "next_step")
 
-        folder = sweep_dir(sweep_id)
-        paths = write_report(folder, read_state(folder))
-        markdown = open(paths["markdown_path"], encoding="utf-8").read()
-        report = SweepReport(sweep_id=sweep_id, markdown=markdown, **paths)
-        content: list = [TextContent(type="text", text=markdown)]
-        if paths["png_path"]:
-            data = base64.b64encode(open(paths["png_path"], "rb").read()).decode()
-            content.append(ImageContent(type="image", data=data, mime_type="image/png"))
-        return CallToolResult(content=content, structured_content=report.model_dump(mode="json"))
 
-    @server.tool()
-    @guarded
-    def sweep_cancel(sweep_id: SweepId) -> SweepStatusView:
-        """Cancel a sweep: stop its controller, cancel its running jobs, record the runs that never finished
-        as crash in the ledger."""
-        from ..sweeps import sweep_status as status
+@guarded
+def sweep_select(sweep_id: SweepId,
+                 metric: Annotated[str | None, Field(description="Rank on this metric instead of the spec's "
+                                                                 "(eval/humaneval/pass@1, eval_loss, any "
+                                                                 "logged metric).")] = None,
+                 direction: Annotated[Literal["min", "max"] | None, Field(description="Better is lower (min) "
+                                                                                      "or higher (max).")] = None,
+                 reduce: Annotated[Literal["last", "best"] | None, Field(description="A logged metric's last "
+                                                                                     "value or its best.")] = None,
+                 record: Annotated[bool, Field(description="Write keep/discard/crash to the ledger (once "
+                                                           "every run finished).")] = True) -> Selection:
+    """Rank the finished runs, name the best run and its adapter (registry name + version), and write
+    keep / discard / crash to the ledger. Publishing the best adapter is registry_publish (approved)."""
+    return _fit_rows(select_sweep(sweep_id, metric=metric, direction=direction, reduce=reduce, record=record),
+                     "ranking", "next_step")
 
-        cancel_sweep(sweep_id)
-        return _fit_rows(status(sweep_id), "rows", "next_step")
 
+@guarded
+def sweep_report(sweep_id: SweepId) -> Annotated[CallToolResult, SweepReport]:
+    """The sweep's report: a markdown table (one row per run, best first) and a PNG of the runs' curves,
+    saved in the sweep folder and returned here."""
+    from ..sweeps.report import write_report
+    from ..sweeps.state import read_state, sweep_dir
+
+    folder = sweep_dir(sweep_id)
+    paths = write_report(folder, read_state(folder))
+    markdown = Path(paths["markdown_path"]).read_text(encoding="utf-8")
+    report = SweepReport(sweep_id=sweep_id, markdown=markdown, **paths)
+    content: list = [TextContent(type="text", text=markdown)]
+    if paths["png_path"]:
+        data = base64.b64encode(Path(paths["png_path"]).read_bytes()).decode()
+        content.append(ImageContent(type="image", data=data, mime_type="image/png"))
+    return CallToolResult(content=content, structured_content=report.model_dump(mode="json"))
+
+
+@guarded
+def sweep_cancel(sweep_id: SweepId) -> SweepStatusView:
+    """Cancel a sweep: stop its controller, cancel its running jobs, record the runs that never finished
+    as crash in the ledger."""
+    from ..sweeps import sweep_status as status
+
+    cancel_sweep(sweep_id)
+    return _fit_rows(status(sweep_id), "rows", "next_step")
+
+
+
+TOOLS = [sweep_plan, sweep_submit, sweep_status, sweep_select, sweep_report, sweep_cancel]

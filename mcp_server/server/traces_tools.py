@@ -1,6 +1,6 @@
 """MCP tool over agent traces: convert harness session files into SFT rows (mcp_server.traces)."""
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -33,42 +33,23 @@ class TraceStats(BaseModel):
                                                    "the compute multiplier.")
 
 
-def register(server) -> None:
-    @server.tool()
-    @guarded
-    def traces_convert(
-        paths: Annotated[list[str], Field(description="Session files or folders: ~/.pi/agent/sessions, "
-                                                      "~/.claude/projects/<project>, ~/.codex/sessions, "
-                                                      "~/.local/share/opencode/storage (or opencode.db), "
-                                                      "OpenAI/ShareGPT chat .json/.jsonl, or a Hub repo of raw "
-                                                      "sessions as hf://datasets/NS/NAME[@REV].", min_length=1)],
-        output: Annotated[str, Field(description="Dataset to write: a .jsonl or .parquet path.")],
-        format: Annotated[Literal["auto", "pi", "claude-code", "codex", "opencode", "openai"],
-                          Field(description="Session format; auto detects it per file / folder.")] = "auto",
-        thinking: Annotated[Literal["keep", "drop"], Field(description="keep = reasoning_content on assistant "
-                                                                       "messages; drop = removed.")] = "keep",
-        rows: Annotated[Literal["conversation", "turn", "window"],
-                        Field(description="conversation = messages rows; turn = one prompt/completion row per "
-                                          "assistant turn; window = prompt/completion rows of at most max_length "
-                                          "tokens cut at turn boundaries (needs tokenizer).")] = "conversation",
-        max_length: Annotated[int | None, Field(description="Window length in tokens (rows=window).", ge=64)] = None,
-        model: Annotated[str | None, Field(description="Only turns of models whose id contains this.")] = None,
-        min_assistant_turns: Annotated[int, Field(description="Drop shorter conversations.", ge=1)] = 1,
-        max_tokens: Annotated[int | None, Field(description="Drop longer rows (needs tokenizer).", ge=1)] = None,
-        tokenizer: Annotated[str | None, Field(description="Local tokenizer folder for token counts.")] = None,
-        drop_harness_context: Annotated[bool, Field(description="Drop harness-injected context (Codex environment, "
-                                                                "AGENTS.md, system prompt; Claude "
-                                                                "<system-reminder>).")] = False,
-        template: Annotated[str | None, Field(description="Shape rows for a training template: TRL's qwen3, "
-                                                          "qwen2_5, gptoss, deepseekv3; tunepack's gemma4, "
-                                                          "gemma4_v2..v5, llama3_1, llama3_2 (gemma3/llama3/phi3 "
-                                                          "only with rows=turn).")] = None,
-    ) -> TraceStats:
-        """Convert coding-agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat/ShareGPT) into TRL SFT
-        rows with tool calls, tool results and a tools column; redacts secrets, drops failed turns and unpaired
-        tool calls, and writes the dataset atomically with a stats report. Train on it with data.path set to the
-        output, or point data.path at the sessions with data.format: traces."""
-        opts = ConvertOptions(format=format, thinking=thinking, rows=rows, model=model,
-                              min_assistant_turns=min_assistant_turns, max_tokens=max_tokens, tokenizer=tokenizer,
-                              drop_harness_context=drop_harness_context, template=template, max_length=max_length)
-        return TraceStats(**convert(paths, output, opts).short())
+@guarded
+def traces_convert(
+    paths: Annotated[list[str], Field(description="Session files or folders: ~/.pi/agent/sessions, "
+                                                  "~/.claude/projects/<project>, ~/.codex/sessions, "
+                                                  "~/.local/share/opencode/storage (or opencode.db), "
+                                                  "OpenAI/ShareGPT chat .json/.jsonl, or a Hub repo of raw "
+                                                  "sessions as hf://datasets/NS/NAME[@REV].", min_length=1)],
+    output: Annotated[str, Field(description="Dataset to write: a .jsonl or .parquet path.")],
+    options: Annotated[ConvertOptions | None, Field(description="How to convert (the config's data.traces "
+                                                                "section; default: every option's default).")]
+    = None,
+) -> TraceStats:
+    """Convert coding-agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat/ShareGPT) into TRL SFT
+    rows with tool calls, tool results and a tools column; redacts secrets, drops failed turns and unpaired
+    tool calls (options say otherwise), and writes the dataset atomically with a stats report. Train on it with
+    data.path set to the output, or point data.path at the sessions with data.format: traces."""
+    return TraceStats(**convert(paths, output, options or ConvertOptions()).short())
+
+
+TOOLS = [traces_convert]

@@ -104,81 +104,82 @@ def _page(page: RowsResponse, offset: int) -> ViewerPage:
     return ViewerPage(**fitted.model_dump(), note=note)
 
 
-def register(server) -> None:
-    @server.tool()
-    @guarded
-    def viewer_splits(source: Source, dataset: Dataset) -> SplitsResponse:
-        """The configs and splits of a dataset (Datasets Viewer /splits). Local data has config 'default' and
-        splits from its file names (train*.jsonl, test*.parquet; a single file is 'train')."""
-        return _bounded(dataset, lambda: _backend(source).splits(dataset))
+@guarded
+def viewer_splits(source: Source, dataset: Dataset) -> SplitsResponse:
+    """The configs and splits of a dataset (Datasets Viewer /splits). Local data has config 'default' and
+    splits from its file names (train*.jsonl, test*.parquet; a single file is 'train')."""
+    return _bounded(dataset, lambda: _backend(source).splits(dataset))
 
-    @server.tool()
-    @guarded
-    def viewer_rows(source: Source, dataset: Dataset, config: Config = "default", split: Split = "train",
-                    offset: Offset = 0, length: Length = 10) -> ViewerPage:
-        """A page of rows with the column types (Datasets Viewer /rows). The first local call on a big dataset
-        writes its Parquet export once (later calls take milliseconds)."""
-        return _page(_bounded(dataset, lambda: _backend(source).rows(dataset, config, split, offset, length)), offset)
 
-    @server.tool()
-    @guarded
-    def viewer_search(source: Source, dataset: Dataset,
-                      query: Annotated[str, Field(description="Words to look for (any of them may match).")],
-                      config: Config = "default", split: Split = "train", offset: Offset = 0,
-                      length: Length = 10) -> ViewerPage:
-        """Full-text search (Datasets Viewer /search): word matching through a BM25 full-text index, not substring
-        matching — words are lower-cased and stemmed, English stop words ignored, a row matches if it holds any
-        word. Locally the index (tantivy) covers string columns and text nested in list/struct columns such as
-        message contents; it is built once per dataset version. Matches come back in dataset order with their
-        original row_idx; num_rows_total counts them all."""
-        return _page(_bounded(dataset, lambda: _backend(source).search(dataset, config, split, query, offset, length)),
-                     offset)
+@guarded
+def viewer_rows(source: Source, dataset: Dataset, config: Config = "default", split: Split = "train",
+                offset: Offset = 0, length: Length = 10) -> ViewerPage:
+    """A page of rows with the column types (Datasets Viewer /rows). The first local call on a big dataset
+    writes its Parquet export once (later calls take milliseconds)."""
+    return _page(_bounded(dataset, lambda: _backend(source).rows(dataset, config, split, offset, length)), offset)
 
-    @server.tool()
-    @guarded
-    def viewer_filter(source: Source, dataset: Dataset,
-                      where: Annotated[str, Field(description="Condition on double-quoted columns, e.g. \"score\" > 3 "
-                                                              "AND (\"label\" = 'tech' OR \"lang\" IS NULL); only "
-                                                              "comparisons, AND/OR/NOT, IS [NOT] NULL, parentheses, "
-                                                              "strings and numbers. Empty = all rows.")] = "",
-                      orderby: Annotated[str, Field(description="Sort, e.g. \"score\" DESC, \"id\" (empty = dataset "
-                                                                "order).")] = "",
-                      config: Config = "default", split: Split = "train", offset: Offset = 0,
-                      length: Length = 10) -> ViewerPage:
-        """Rows matching a SQL-like condition, optionally sorted (Datasets Viewer /filter), with their original
-        row_idx and the total number of matches. Anything outside the documented grammar (functions, subqueries,
-        ';', comments, unquoted names) is rejected with the allowed forms."""
-        return _page(_bounded(dataset, lambda: _backend(source).filter(
-            dataset, config, split, where or None, orderby or None, offset, length)), offset)
 
-    @server.tool()
-    @guarded
-    def viewer_statistics(source: Source, dataset: Dataset, config: Config = "default", split: Split = "train",
-                          columns: Annotated[list[str] | None, Field(description="Only these columns (default all).")]
-                          = None) -> ViewerStatistics:
-        """Per-column statistics (Datasets Viewer /statistics): numbers → nan count, min/max/mean/median/std and a
-        10-bin histogram; strings → class frequencies when few distinct values, else length statistics; bools →
-        frequencies; lists → length statistics."""
-        stats = _bounded(dataset, lambda: _backend(source).statistics(dataset, config, split))
-        if columns:
-            stats = stats.model_copy(update={"statistics": [s for s in stats.statistics if s.column_name in columns]})
-        fitted, note = fit_statistics(stats)
-        return ViewerStatistics(**fitted.model_dump(), note=note)
+@guarded
+def viewer_search(source: Source, dataset: Dataset,
+                  query: Annotated[str, Field(description="Words to look for (any of them may match).")],
+                  config: Config = "default", split: Split = "train", offset: Offset = 0,
+                  length: Length = 10) -> ViewerPage:
+    """Full-text search (Datasets Viewer /search): word matching through a BM25 full-text index, not substring
+    matching — words are lower-cased and stemmed, English stop words ignored, a row matches if it holds any
+    word. Locally the index (tantivy) covers string columns and text nested in list/struct columns such as
+    message contents; it is built once per dataset version. Matches come back in dataset order with their
+    original row_idx; num_rows_total counts them all."""
+    return _page(_bounded(dataset, lambda: _backend(source).search(dataset, config, split, query, offset, length)),
+                 offset)
 
-    @server.tool()
-    @guarded
-    def viewer_size(source: Source, dataset: Dataset) -> SizeResponse:
-        """Rows and bytes of the dataset, per config and split (Datasets Viewer /size)."""
-        return _bounded(dataset, lambda: _backend(source).size(dataset))
 
-    @server.tool()
-    @guarded
-    def viewer_traces(source: Source, dataset: Dataset, config: Config = "default", split: Split = "train",
-                      column: Annotated[str, Field(description="Column holding the conversations.")] = "messages",
-                      max_rows: Annotated[int | None, Field(description="Rows to scan (default 20000 local, 1000 hf).",
-                                                            ge=1, le=1_000_000)] = None) -> TraceView:
-        """The shape of agent traces in a messages column: role-sequence counts (repeats folded, e.g.
-        system>user>(assistant>tool)×3>assistant), and per tool name the calls, argument keys, arguments given as
-        a JSON string vs a dict, and calls without a tool result; plus rows without an assistant turn."""
-        limit = max_rows or (20000 if source == "local" else 1000)
-        return fit_traces(_bounded(dataset, lambda: trace_view(_backend(source), dataset, config, split, column, limit)))
+@guarded
+def viewer_filter(source: Source, dataset: Dataset,
+                  where: Annotated[str, Field(description="Condition on double-quoted columns, e.g. \"score\" > 3 "
+                                                          "AND (\"label\" = 'tech' OR \"lang\" IS NULL); only "
+                                                          "comparisons, AND/OR/NOT, IS [NOT] NULL, parentheses, "
+                                                          "strings and numbers. Empty = all rows.")] = "",
+                  orderby: Annotated[str, Field(description="Sort, e.g. \"score\" DESC, \"id\" (empty = dataset "
+                                                            "order).")] = "",
+                  config: Config = "default", split: Split = "train", offset: Offset = 0,
+                  length: Length = 10) -> ViewerPage:
+    """Rows matching a SQL-like condition, optionally sorted (Datasets Viewer /filter), with their original
+    row_idx and the total number of matches. Anything outside the documented grammar (functions, subqueries,
+    ';', comments, unquoted names) is rejected with the allowed forms."""
+    return _page(_bounded(dataset, lambda: _backend(source).filter(
+        dataset, config, split, where or None, orderby or None, offset, length)), offset)
+
+
+@guarded
+def viewer_statistics(source: Source, dataset: Dataset, config: Config = "default", split: Split = "train",
+                      columns: Annotated[list[str] | None, Field(description="Only these columns (default all).")]
+                      = None) -> ViewerStatistics:
+    """Per-column statistics (Datasets Viewer /statistics): numbers → nan count, min/max/mean/median/std and a
+    10-bin histogram; strings → class frequencies when few distinct values, else length statistics; bools →
+    frequencies; lists → length statistics."""
+    stats = _bounded(dataset, lambda: _backend(source).statistics(dataset, config, split))
+    if columns:
+        stats = stats.model_copy(update={"statistics": [s for s in stats.statistics if s.column_name in columns]})
+    fitted, note = fit_statistics(stats)
+    return ViewerStatistics(**fitted.model_dump(), note=note)
+
+
+@guarded
+def viewer_size(source: Source, dataset: Dataset) -> SizeResponse:
+    """Rows and bytes of the dataset, per config and split (Datasets Viewer /size)."""
+    return _bounded(dataset, lambda: _backend(source).size(dataset))
+
+
+@guarded
+def viewer_traces(source: Source, dataset: Dataset, config: Config = "default", split: Split = "train",
+                  column: Annotated[str, Field(description="Column holding the conversations.")] = "messages",
+                  max_rows: Annotated[int | None, Field(description="Rows to scan (default 20000 local, 1000 hf).",
+                                                        ge=1, le=1_000_000)] = None) -> TraceView:
+    """The shape of agent traces in a messages column: role-sequence counts (repeats folded, e.g.
+    system>user>(assistant>tool)×3>assistant), and per tool name the calls, argument keys, arguments given as
+    a JSON string vs a dict, and calls without a tool result; plus rows without an assistant turn."""
+    limit = max_rows or (20000 if source == "local" else 1000)
+    return fit_traces(_bounded(dataset, lambda: trace_view(_backend(source), dataset, config, split, column, limit)))
+
+
+TOOLS = [viewer_splits, viewer_rows, viewer_search, viewer_filter, viewer_statistics, viewer_size, viewer_traces]

@@ -100,13 +100,16 @@ def _follow(sweep_id: str) -> None:
 
 
 def run(args) -> None:
+    from ..approval import Consent
     from . import cancel_sweep, list_sweeps, plan_sweep, resume_sweep, select_sweep, submit_sweep, sweep_status
+    from .plan import build_plan
 
     if args.action == "plan":
         plan = plan_sweep(args.spec)
         _dump(plan) if args.json else print_plan(plan)
     elif args.action == "submit":
-        plan = plan_sweep(args.spec)
+        built = build_plan(args.spec)
+        plan = built[0]
         if plan.needs_approval and not args.yes:
             print_plan(plan)
             from ..approval import ApprovalError
@@ -114,7 +117,7 @@ def run(args) -> None:
             raise ApprovalError(f"This sweep runs on paid GPU flavors and may cost up to "
                                 f"${plan.total_worst_case_usd:.2f}.",
                                 "check the plan above, then run the same command with --yes to approve it.")
-        result = submit_sweep(args.spec, elicited=True if plan.needs_approval else None)
+        result = submit_sweep(args.spec, consent=Consent.keyboard(), built=built)  # --yes: the person approved
         if args.json and args.detach:
             _dump(result)
             return

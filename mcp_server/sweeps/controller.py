@@ -137,7 +137,7 @@ class Controller:
                 result = result_of(info, log).model_dump()
                 run.eval = result.pop("eval", None)
             else:
-                from ..pipeline_remote import finish_remote
+                from ..pipeline.remote import finish_remote
 
                 result = finish_remote(self.backend, info.id)
         except TunepackError as exc:
@@ -252,16 +252,13 @@ class Controller:
                         self._skip(r, "budget", why)
                 return False
             self._claim(run)
+            from ..approval import Consent
             from ..pipeline import start_pipeline
-            from ..spend import guarded_submit
-
-            def submit():
-                return start_pipeline(cfg, backend=self.backend, timeout_s=planned["timeout_s"], flavor=s.flavor,
-                                      extra_labels=labels, force=bool(self.plan["spec"].get("force"))).job
 
             try:  # the human approved the whole sweep at sweep_submit; each paid job is still charged
-                outcome = guarded_submit("sweep_submit", {"sweep": s.id, "run": run.id}, cost, s.project, submit,
-                                         elicited=True if cost.needs_approval else None, approval_token=None)
+                started = start_pipeline(cfg, backend=self.backend, timeout_s=planned["timeout_s"], flavor=s.flavor,
+                                         extra_labels=labels, force=bool(self.plan["spec"].get("force")),
+                                         consent=Consent(part_of=s.id))
             except TunepackError as exc:
                 if getattr(exc, "kind", "") == "approval":  # the daily budget refused it
                     for r in s.runs:
@@ -270,8 +267,11 @@ class Controller:
                     return False
                 self._fail(run, "script" if exc.kind in ("config", "data") else "submit", str(exc))
                 return True
-            job = outcome.job
-            run.worst_case_usd = round(run.worst_case_usd + cost.worst_case_usd, 4)
+            if started.job is None:  # the gate wants an approval the sweep's should have covered
+                self._fail(run, "submit", started.spend.decision.message)
+                return True
+            job = started.job
+            run.worst_case_usd = round(run.worst_case_usd + started.spend.cost.worst_case_usd, 4)
         run.job_id = job.id
         run.jobs.append(job.id)
         run.attempts += 1
@@ -303,7 +303,7 @@ class Controller:
 
     def _settle(self) -> None:
         if self.price:
-            from ..spend import reconcile
+            from ..approval import reconcile
 
             reconcile(self.backend)
 

@@ -12,7 +12,7 @@ import re
 import sys
 import time
 
-from ..jobs import JobInfo, parse_markers
+from ..jobs import JobInfo, markers
 from .state import RunState, trim_curve
 
 LOSS_KEYS = ("loss", "eval_loss")
@@ -22,7 +22,7 @@ SCRIPT_SIGNS = ("TUNEPACK_ERROR ", "Traceback (most recent call last)")
 
 
 def metric_records(log_text: str) -> list[dict]:
-    return [m for m in parse_markers(log_text, "METRIC") if "step" in m]
+    return [m for m in markers.parse(log_text).get("METRIC", []) if "step" in m]
 
 
 def _finite(value) -> bool:

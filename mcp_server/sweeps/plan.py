@@ -18,7 +18,7 @@ from ..errors import ConfigError
 from ..jobs import estimate
 from ..ledger import Ledger, config_hash_of, direction_for
 from ..pipeline import data_size
-from ..pipeline_remote import check_timeout, expected_seconds, suggest_timeout_s
+from ..pipeline.remote import check_timeout, expected_seconds, suggest_timeout_s
 from ..train.distributed import check_placement, launch_command
 from .spec import SweepError, SweepSpec, base_data, describe, expand, load_spec, run_config
 

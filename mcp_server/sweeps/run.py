@@ -17,7 +17,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from ..approval import ApprovalError, Decision, decide
+from ..approval import ApprovalError, Consent, Decision, approve
 from ..config import TrainConfig
 from ..home import trackio_dir
 from ..jobs import JobInfo, JobSpec, get_backend
@@ -45,11 +45,12 @@ def _summary(plan: SweepPlan) -> str:
             f"about ${plan.total_expected_usd or 0:.2f} expected")
 
 
-def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = None, elicited: bool | None = None,
-                 approval_token: str | None = None, arguments: dict | None = None, tool: str = "sweep_submit",
-                 start: bool = True) -> SubmitResult:
-    """Plan, check the budget, get the human's yes for paid runs, record, and start the controller."""
-    plan, configs, spec = build_plan(source, base_dir)
+def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = None, consent: Consent | None = None,
+                 arguments: dict | None = None, tool: str = "sweep_submit", start: bool = True,
+                 built: tuple | None = None) -> SubmitResult:
+    """Plan (or take ``built``, what ``build_plan`` returned for this source), check the budget, get the human's
+    yes for paid runs (``consent``: how they gave it), record, and start the controller."""
+    plan, configs, spec = built or build_plan(source, base_dir)
     if plan.total_runs == 0:
         raise SweepError("Every run of this sweep is refused by the ledger: " + "; ".join(
             f"{r.id}: {r.refused}" for r in plan.runs) + ".",
@@ -59,8 +60,8 @@ def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = Non
                             "shrink the sweep (fewer runs, shorter timeout_s, a cheaper flavor), raise budget_usd in "
                             "the spec, or ask the human to raise the daily budget (`tunepack budget set PROJECT USD`).")
     arguments = arguments if arguments is not None else {"spec": str(source) if not isinstance(source, dict) else source}
-    decision = decide(tool, arguments, cost_usd=plan.total_worst_case_usd, needs_approval=plan.needs_approval,
-                      summary=_summary(plan), elicited=elicited, approval_token=approval_token)
+    decision = approve(tool, arguments, plan.total_worst_case_usd, needed=plan.needs_approval,
+                       summary=_summary(plan), consent=consent or Consent())
     if decision.status == "approval_required":
         return SubmitResult(status="approval_required", decision=decision, plan=plan, next_step=decision.message)
     sweep_id = new_sweep_id(spec.name)

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..config.schema import untitled
+
 FORMATS = ("pi", "claude-code", "codex", "opencode", "openai")
 SourceFormat = Literal["auto", "pi", "claude-code", "codex", "opencode", "openai"]
 KEEPER_TEMPLATES = ("qwen3", "qwen2_5", "gptoss", "deepseekv3",  # TRL's training templates
@@ -28,7 +30,7 @@ class ConvertOptions(BaseModel):
     """What to convert and how. ``tunepack traces convert`` flags (``--drop-harness-context``, …) and the
     ``traces_convert`` tool's arguments set the common ones; ``data.traces`` in a config sets them for training."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=untitled)
 
     format: SourceFormat = Field("auto", description="Session format; auto = detect per file / folder.")
     thinking: Literal["keep", "drop"] = Field(

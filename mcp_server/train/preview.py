@@ -27,7 +27,8 @@ def preview_row(config_path: str, row: int = 0, chars: int = 6000) -> dict:
 
     from ..config import load_config
     from ..errors import DataError
-    from ..pipeline import ensure_tiny_model, read_local_rows
+    from .data import read_local_rows
+    from .tiny_model import ensure_tiny_model
     from ..resources import chat_templates
     from . import maskcheck as mc
 

@@ -20,11 +20,13 @@ import yaml
 
 from .. import __version__
 from ..config import TrainConfig
-from ..resources import chat_templates, render_template
+from ..resources import chat_templates, embedded_source, render_template
 from .chat_templates import pack
 from .distributed import extra_dependencies, launch_plan
 
 HERE = Path(__file__).resolve().parent
+# standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, windows, speed
+EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/windows.py", "train/speed.py")
 TEMPLATE = "sft_train.py.j2"
 
 
@@ -76,7 +78,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         model_label=cfg.model.name,
         config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
-        maskcheck_source="\n\n".join(embedded_source(n) for n in ("chat_templates.py", "maskcheck.py", "windows.py", "speed.py")),
+        maskcheck_source=embedded_source(*EMBEDDED),
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )
@@ -86,12 +88,6 @@ def _provenance(cfg: TrainConfig) -> dict | None:
     from ..traces.spine import provenance
 
     return provenance(cfg)
-
-
-def embedded_source(name: str) -> str:
-    """A stdlib-only module of this folder as the script embeds it (the script has its own __future__ import)."""
-    return "".join(line for line in (HERE / name).read_text(encoding="utf-8").splitlines(keepends=True)
-                   if not line.startswith("from __future__"))
 
 
 def wrapped(blob: str, width: int = 100) -> str:

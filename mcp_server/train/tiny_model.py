@@ -79,6 +79,36 @@ def fingerprint(data_files: list[str], arch: str, vocab_size: int) -> str:
     return digest.hexdigest()[:16]
 
 
+TINY_VOCAB = 2048  # the vocabulary of the replica a `tiny:<family>` config gets
+
+
+def tiny_model_path(cfg) -> Path:
+    """Where the replica ``tiny:<family>`` of a config's dataset lives (built on first use by ``ensure_tiny_model``)."""
+    from ..errors import ConfigError
+    from ..home import home_dir
+
+    if not cfg.data.path:
+        raise ConfigError(f"model.name '{cfg.model.name}' builds its tokenizer from local data, but data.hub_id is set.",
+                          "use local files in data.path with the tiny model, or a real model with Hub data.")
+    arch = cfg.model.name.split(":", 1)[1]
+    return home_dir("models") / f"tiny-{arch}-{fingerprint(cfg.data.path, arch, TINY_VOCAB)}"
+
+
+def ensure_tiny_model(cfg) -> str:
+    """Build the config's replica if it is not there yet (under a lock: concurrent runs build it once).
+    Needs the [train] extra: call it from a job process or the CLI, never from the MCP server."""
+    from filelock import FileLock
+
+    from ..errors import require_extra
+
+    target = tiny_model_path(cfg)
+    with FileLock(str(target) + ".lock", timeout=900):
+        if not (target / "config.json").is_file():
+            require_extra("torch", "train")
+            build_tiny_model(cfg.data.path, target, arch=cfg.model.name.split(":", 1)[1], vocab_size=TINY_VOCAB)
+    return str(target)
+
+
 def stock_template(family: Family) -> str:
     import trl
 

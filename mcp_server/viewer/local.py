@@ -78,7 +78,7 @@ def conversation_stats(rows: list[dict], fmt: str, messages_column: str, tools_c
 def inspect_dataset(paths: list[str], messages_column: str = "messages", tools_column: str = "tools") -> DatasetReport:
     import duckdb
 
-    from ..pipeline import read_local_rows
+    from ..train.data import read_local_rows
     from ..traces.hub import PREFIX, converted_rows
 
     # a Hub repo of raw agent sessions (hf://datasets/NS/NAME[@REV]): the chat rows it converts to

@@ -13,15 +13,17 @@ import json
 import math
 import time
 
-from .config import TrainConfig
-from .errors import ConfigError, JobError
-from .hf_auth import permissions
-from .home import home_dir
-from .jobs import JobBackend, parse_markers
-from .registry import LocalRegistry, render_card
-from .registry.hub import hub_card, push_card, upload_dataset
-from .tracking import points_from_metric_lines, summarize
-from .train.tiny_model import fingerprint
+from pathlib import Path
+
+from ..config import TrainConfig
+from ..errors import ConfigError, JobError
+from ..hf_auth import permissions
+from ..home import home_dir
+from ..jobs import JobBackend, markers
+from ..registry import LocalRegistry, render_card
+from ..registry.hub import hub_card, push_card, upload_dataset
+from ..tracking import points_from_metric_lines, summarize
+from ..train.tiny_model import fingerprint
 
 MIN_TRAIN_TIMEOUT_S = 1800
 # Rough QLoRA throughput for a ~1B model, tokens per second; the estimate says it is rough.
@@ -54,13 +56,16 @@ def check_timeout(timeout_s: int | None, suggested: int, force: bool) -> int:
     return timeout_s
 
 
-def prepare_remote(cfg: TrainConfig, rows: int, avg_tokens: float, *, flavor: str | None,
-                   timeout_s: int | None, force: bool = False) -> tuple[TrainConfig, dict, int]:
-    """Upload local data, choose the output repo; return (config for the job, push target, timeout)."""
+def check_remote(cfg: TrainConfig) -> None:
+    """What a remote run cannot do, refused before any quote."""
     if cfg.model.is_tiny:
         raise ConfigError(f"model.name '{cfg.model.name}' is built on this machine and cannot run on HF Jobs.",
                           "use a Hub model id (e.g. Qwen/Qwen3-0.6B) for remote jobs, or the local backend.")
-    timeout = check_timeout(timeout_s, suggest_timeout_s(cfg, rows, avg_tokens, flavor), force)
+
+
+def prepare_remote(cfg: TrainConfig) -> tuple[TrainConfig, dict]:
+    """Upload local data, choose the output repo; return (config for the job, push target)."""
+    check_remote(cfg)
     who = permissions()
     repo_id = cfg.output.hub_repo_id or f"{who.user}/{cfg.registry_name}"
     push = {"repo_id": repo_id, "private": cfg.output.private}
@@ -70,7 +75,7 @@ def prepare_remote(cfg: TrainConfig, rows: int, avg_tokens: float, *, flavor: st
         revision = upload_dataset(cfg.data.path, data_repo, private=True)
         data = cfg.data.model_copy(update={"path": [], "hub_id": data_repo, "revision": revision, "split": "train"})
         remote = cfg.model_copy(update={"data": data})
-    return remote, push, timeout
+    return remote, push
 
 
 def finish_remote(backend: JobBackend, job_id: str) -> dict | None:
@@ -81,20 +86,21 @@ def finish_remote(backend: JobBackend, job_id: str) -> dict | None:
     marker = home_dir("runs", info.labels.get("run", job_id)) / f"finished-{job_id}.json"
     if marker.is_file():
         return json.loads(marker.read_text())
-    log = backend.logs(job_id)
-    done = [d for d in parse_markers(log, "DONE") if d.get("hub_repo")]
+    found = markers.parse(backend.logs(job_id))
+    done = [d for d in found.get("DONE", []) if d.get("hub_repo")]
     if not done:
         raise JobError(f"Job {job_id} completed but printed no TUNEPACK_DONE line with a Hub repo.",
                        "read its logs (jobs_logs); the adapter may not have been pushed.")
     done = done[-1]
     manifest, run = done["manifest"], info.labels.get("run", info.name)
     project = manifest["config"]["tracking"]["project"]
-    summary = summarize(project, run, points_from_metric_lines(parse_markers(log, "METRIC")))
+    summary = summarize(project, run, points_from_metric_lines(found.get("METRIC", [])))
     name = TrainConfig.model_validate(manifest["config"]).registry_name
     entry = LocalRegistry().record_remote(
         name, manifest=manifest, hub_repo=done["hub_repo"], hub_commit=done["hub_commit"], run_name=run, job_id=job_id,
         card=lambda version: render_card(manifest, summary, name=name, version=version))
-    card_commit = push_card(done["hub_repo"], hub_card(open(entry.card_path, encoding="utf-8").read(), manifest, name))
+    card = Path(entry.card_path).read_text(encoding="utf-8")
+    card_commit = push_card(done["hub_repo"], hub_card(card, manifest, name))
     result = {"run_name": run, "registry_name": entry.name, "registry_version": entry.version,
               "adapter_path": entry.path, "card_path": entry.card_path, "hub_repo": done["hub_repo"],
               "hub_commit": done["hub_commit"], "card_commit": card_commit, "steps": done["steps"],

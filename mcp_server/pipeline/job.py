@@ -5,62 +5,57 @@ run completes even when no tunepack process is waiting for it.
 It prints ``TUNEPACK_REGISTERED {json}`` when the adapter is in the registry, or
 ``TUNEPACK_ERROR {json}`` when finishing failed; the script's own lines come before.
 
-Usage: python -m mcp_server.pipeline_job RUN_DIR
+Usage: python -m mcp_server.pipeline.job RUN_DIR
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from .config import TrainConfig
-from .errors import TunepackError
-from .registry import LocalRegistry, read_manifest, render_card
-from .tracking import TrackioStore
+from ..errors import TunepackError
+from ..jobs.markers import emit
+from ..registry import LocalRegistry, read_manifest, render_card
+from ..tracking import TrackioStore
+from .records import RunRecord
 
 
-def emit(kind: str, payload: dict) -> None:
-    print(f"TUNEPACK_{kind} " + json.dumps(payload, default=str), flush=True)
-
-
-def finalize(run: dict) -> dict:
+def finalize(run: RunRecord) -> dict:
     """Register the trained adapter and write its card; return the REGISTERED payload."""
-    cfg = TrainConfig.model_validate(run["config"])
-    output_dir = Path(run["output_dir"])
-    manifest = read_manifest(output_dir)
-    summary = TrackioStore(run["trackio_dir"]).summary(cfg.tracking.project, run["run_name"])
+    cfg = run.config
+    manifest = read_manifest(run.output_dir)
+    summary = TrackioStore(run.trackio_dir).summary(cfg.tracking.project, run.run_name)
     entry = LocalRegistry().push(
-        output_dir, run["registry_name"], base_model=cfg.model.name, run_name=run["run_name"],
-        card=lambda version: render_card(manifest, summary, name=run["registry_name"], version=version),
+        run.output_dir, run.registry_name, base_model=cfg.model.name, run_name=run.run_name,
+        card=lambda version: render_card(manifest, summary, name=run.registry_name, version=version),
     )
     training = manifest["training"]
     return {
-        "run_name": run["run_name"], "script_path": run["script"], "registry_name": entry.name,
+        "run_name": run.run_name, "script_path": run.script, "registry_name": entry.name,
         "registry_version": entry.version, "adapter_path": entry.path, "card_path": entry.card_path,
-        "trackio_project": cfg.tracking.project, "trackio_run": run["run_name"], "trackio_dir": run["trackio_dir"],
+        "trackio_project": cfg.tracking.project, "trackio_run": run.run_name, "trackio_dir": run.trackio_dir,
         "steps": training["steps"], "first_loss": training["first_loss"], "last_loss": training["last_loss"],
         "used_4bit": manifest["quantization"]["used_4bit"], "mask_check": manifest["mask_check"],
     }
 
 
 def main(run_dir: str) -> int:
-    run = json.loads((Path(run_dir) / "run.json").read_text())
-    output_dir = Path(run["output_dir"])
+    run = RunRecord.read(run_dir)
+    output_dir = Path(run.output_dir)
     try:
-        if run["tiny_model"] and not (Path(run["tiny_model"]) / "config.json").is_file():
-            from .pipeline import ensure_tiny_model
+        if run.tiny_model and not (Path(run.tiny_model) / "config.json").is_file():
+            from ..train.tiny_model import ensure_tiny_model
 
             print("[tunepack] building the tiny model for this dataset", flush=True)
-            ensure_tiny_model(TrainConfig.model_validate(run["config"]))
+            ensure_tiny_model(run.config)
     except TunepackError as exc:
         emit("ERROR", exc.to_dict())
         return 3
-    code = subprocess.call([sys.executable, run["script"], "--output-dir", str(output_dir)])
+    code = subprocess.call([sys.executable, run.script, "--output-dir", str(output_dir)])
     if code != 0:
-        if run["default_output"]:
+        if run.default_output:
             shutil.rmtree(output_dir, ignore_errors=True)  # no half-written adapter survives a failed run
         return code
     try:
@@ -68,28 +63,29 @@ def main(run_dir: str) -> int:
     except TunepackError as exc:
         emit("ERROR", exc.to_dict())
         return 4
-    if run["default_output"]:
+    if run.default_output:
         shutil.rmtree(output_dir, ignore_errors=True)  # the registry holds the copy now
     emit("REGISTERED", payload)
     print(f"[tunepack] registered {payload['registry_name']} v{payload['registry_version']} at {payload['adapter_path']}",
           flush=True)
-    cfg = TrainConfig.model_validate(run["config"])
-    if cfg.eval.tasks:
-        emit("EVALUATED", evaluate_after_training(run, cfg, payload))
+    if run.config.eval.tasks:
+        emit("EVALUATED", evaluate_after_training(run, payload))
     return 0
 
 
-def evaluate_after_training(run: dict, cfg: TrainConfig, registered: dict) -> dict:
+def evaluate_after_training(run: RunRecord, registered: dict) -> dict:
     """The config's eval on base and base + adapter; an eval failure is reported, the adapter stays."""
-    from .evals import job as eval_job
+    from ..evals import job as eval_job
 
+    cfg = run.config
     print(f"[tunepack] evaluating {registered['registry_name']} v{registered['registry_version']} on "
           f"{', '.join(cfg.eval.tasks)}" + (f" (first {cfg.eval.limit} problems)" if cfg.eval.limit else ""), flush=True)
     try:
         entry = LocalRegistry().get(registered["registry_name"], registered["registry_version"])
-        eval_job.prepare(entry, cfg.eval, Path(run["output_dir"]).parent / "eval",
-                         tracking={"project": cfg.tracking.project, "run": f"{run['run_name']}-eval"})
-        return eval_job.evaluate(Path(run["output_dir"]).parent / "eval")
+        eval_dir = Path(run.output_dir).parent / "eval"
+        eval_job.prepare(entry, cfg.eval, eval_dir, tracking={"project": cfg.tracking.project,
+                                                              "run": f"{run.run_name}-eval"})
+        return eval_job.evaluate(eval_dir)
     except TunepackError as exc:
         print(f"[tunepack] evaluation failed: {exc}", flush=True)
         return {"error": exc.to_dict()}

@@ -9,19 +9,20 @@ model on the same data. The tool returns the checks and the job id; the job's
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel
 
-from .config import TrainConfig, load_config
-from .errors import TunepackError
-from .home import home_dir, trackio_dir
-from .jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
-from .pipeline import precheck_data, tiny_model_path
-from .traces.spine import training_config
-from .train.render import config_hash, run_name_for, write_script
+from ..config import TrainConfig, load_config
+from ..errors import TunepackError
+from ..home import home_dir, trackio_dir
+from ..jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
+from ..traces.spine import training_config
+from ..train.render import config_hash, run_name_for, write_script
+from ..train.tiny_model import tiny_model_path
+from .records import PreflightPlan, SmokePlan
+from .run import precheck_data
 
 SMOKE_STEPS = 3
 
@@ -43,7 +44,7 @@ class PreflightReport(BaseModel):
 
 def smoke_family(cfg: TrainConfig) -> str:
     """The replica of the model's family (Gemma 4's multimodal wrapper, Llama 3.x, else Qwen3) for the smoke run."""
-    from .train.families import template_for_model
+    from ..train.families import template_for_model
 
     stock, _ = template_for_model(cfg.model.name, cfg.model.revision)
     return "gemma4" if (stock or "").startswith("gemma4") else "llama3" if (stock or "").startswith("llama3_") else "qwen3"
@@ -65,7 +66,7 @@ def smoke_config(cfg: TrainConfig) -> TrainConfig:
 
 def remote_checks(cfg: TrainConfig, backend: str) -> list[Check]:
     """Token valid; can write the output repo's namespace; can run jobs in the job namespace."""
-    from .hf_auth import permissions
+    from ..hf_auth import permissions
 
     try:
         who = permissions()
@@ -138,19 +139,18 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     run_dir = home_dir("runs", run_name)
     check_script = write_script(cfg, run_dir / "check.py", run_name=run_name,
                                 model_path=str(tiny_model_path(cfg)) if cfg.model.is_tiny else None)
-    plan = {"check_script": str(check_script), "config": cfg.model_dump(mode="json"), "smoke": None}
+    plan = PreflightPlan(check_script=str(check_script), config=cfg)
     if cfg.data.path:
         small = smoke_config(cfg)
         smoke_script = write_script(small, run_dir / "smoke.py", run_name=f"smoke-{run_name}",
                                     model_path=str(tiny_model_path(small)))
-        plan["smoke"] = {"script": str(smoke_script), "config": small.model_dump(mode="json"),
-                         "output_dir": str(run_dir / "smoke-adapter")}
+        plan.smoke = SmokePlan(script=str(smoke_script), config=small, output_dir=str(run_dir / "smoke-adapter"))
     else:
         checks.append(Check(name="smoke", status="skipped",
                             detail="the tiny smoke model builds its tokenizer from local files; this config reads Hub data"))
-    (run_dir / "preflight.json").write_text(json.dumps(plan, indent=2))
+    plan.write(run_dir)
     job = get_backend("local").submit(JobSpec(
-        module="mcp_server.preflight_job", args=[str(run_dir)], name=run_name, env={"TRACKIO_DIR": str(trackio_dir())},
+        module="mcp_server.pipeline.preflight_job", args=[str(run_dir)], name=run_name, env={"TRACKIO_DIR": str(trackio_dir())},
         labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight", "config_hash": config_hash(cfg)}))
     checks.append(Check(name="mask_and_smoke", status="pending",
                         detail=f"job {job.id}: mask check with the real tokenizer, then {SMOKE_STEPS} smoke steps"))

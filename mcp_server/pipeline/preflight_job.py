@@ -1,0 +1,60 @@
+"""The body of a preflight job: the real config's mask check, then a few smoke steps with the
+tiny model. Prints one ``TUNEPACK_PREFLIGHT {json}`` line with the outcome (and the script's
+``TUNEPACK_ERROR`` line when a check fails).
+
+Usage: python -m mcp_server.pipeline.preflight_job RUN_DIR
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+from ..jobs.markers import emit, parse
+from ..train.tiny_model import ensure_tiny_model
+from .records import PreflightPlan
+
+
+def run_script(args: list[str]) -> tuple[int, dict[str, list[dict]]]:
+    """Run a script, echo its output into the job log, and return (exit code, its markers)."""
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True)
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    sys.stdout.flush()
+    return done.returncode, parse(done.stdout)
+
+
+def main(run_dir: str) -> int:
+    plan = PreflightPlan.read(run_dir)
+    result: dict = {"ok": False, "mask_check": None, "smoke": None}
+    if plan.config.model.is_tiny:
+        ensure_tiny_model(plan.config)
+    code, found = run_script([plan.check_script, "--check-only"])
+    errors = found.get("ERROR", [])
+    if code != 0:
+        result["mask_check"] = {"status": "fail", **(errors[-1] if errors else {"problem": f"exit code {code}"})}
+        emit("PREFLIGHT", result)
+        return 3
+    result["mask_check"] = {"status": "pass", **(found.get("MASK") or [{}])[-1]}
+    if plan.smoke is None:
+        result["ok"] = True
+        emit("PREFLIGHT", result)
+        return 0
+    smoke = plan.smoke
+    ensure_tiny_model(smoke.config)
+    code, found = run_script([smoke.script, "--output-dir", smoke.output_dir])
+    done, errors = found.get("DONE", []), found.get("ERROR", [])
+    shutil.rmtree(smoke.output_dir, ignore_errors=True)
+    if code != 0 or not done:
+        result["smoke"] = {"status": "fail", **(errors[-1] if errors else {"problem": f"exit code {code}; see the log"})}
+        emit("PREFLIGHT", result)
+        return 4
+    result["smoke"] = {"status": "pass", **done[-1]}
+    result["ok"] = True
+    emit("PREFLIGHT", result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

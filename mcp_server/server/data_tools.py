@@ -1,0 +1,68 @@
+"""MCP tools over training data: inspect a dataset's shape, preview which tokens of a row are trained."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from ..errors import DataError
+from ..jobs import get_backend
+from ..viewer import DatasetReport, inspect_dataset
+from .common import ConfigPath, guarded
+
+PREVIEW_TIMEOUT_S = 18
+
+
+class MaskPreview(BaseModel):
+    row: int
+    chat_template: str
+    tokens: int
+    trained_tokens: int
+    max_length: int
+    fits_max_length: bool
+    problems: list[str]
+    preview: str
+    legend: str
+
+
+@guarded
+def data_inspect(path: Annotated[str, Field(description="A .jsonl/.json/.parquet file or a folder of them, or a "
+                                            "Hub repo of raw agent sessions as hf://datasets/NS/NAME[@REV] "
+                                            "(downloaded and converted to chat rows).")],
+                 messages_column: Annotated[str, Field(description="Column holding the conversations.")]
+                 = "messages",
+                 tools_column: Annotated[str, Field(description="Column holding tool schemas.")] = "tools"
+                 ) -> DatasetReport:
+    """Columns, row count, message roles, tool-call structure and problems of a local dataset."""
+    return inspect_dataset([path], messages_column, tools_column)
+
+
+@guarded
+def data_mask_preview(config_path: ConfigPath,
+                      row: Annotated[int, Field(description="Row index to preview.", ge=0)] = 0) -> MaskPreview:
+    """Which tokens of one row SFT would train (⟦…⟧) under the config's tokenizer and chat template,
+    and any mask problem."""
+    python = os.environ.get("TUNEPACK_PYTHON") or get_backend("local").python or sys.executable
+    try:
+        done = subprocess.run([python, "-m", "mcp_server.train.preview", config_path, "--row", str(row)],
+                              capture_output=True, text=True, timeout=PREVIEW_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise DataError(f"The mask preview took longer than {PREVIEW_TIMEOUT_S} s (first use builds or downloads "
+                        "the tokenizer).", "call it again (the tokenizer is cached now), or run "
+                        f"`python -m mcp_server.train.preview {config_path} --row {row}`.") from None
+    if done.returncode != 0 or not done.stdout.strip():
+        tail = " ".join(done.stderr.strip().splitlines()[-3:])
+        raise DataError(f"The mask preview failed: {tail}",
+                        "install the training extra (pip install -e '.[train]') and check the config.")
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    if "error" in result:
+        raise DataError(result["error"]["problem"], result["error"]["fix"])
+    return MaskPreview(**result)
+
+
+TOOLS = [data_inspect, data_mask_preview]

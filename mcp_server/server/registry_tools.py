@@ -1,0 +1,81 @@
+"""MCP tools of the registry room: push an adapter folder, list versions, publish one to the Hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Elicit, Resolve
+from pydantic import BaseModel, Field
+
+from ..approval import Decision
+from ..errors import RegistryError
+from ..registry import AdapterVersion, LocalRegistry, read_manifest, render_card
+from ..registry.hub import HubPush, publish_approved
+from ..tracking import TrackioStore
+from .common import Approval, ApprovalToken, can_elicit, consent_from, guarded
+
+
+class PublishResult(BaseModel):
+    status: str = Field(description="published | approval_required")
+    decision: Decision
+    push: HubPush | None = None
+    next_step: str
+
+
+def ask_to_publish(ctx: Context, repo_id: str, private: bool = True, approval_token: str | None = None):
+    """Resolver: publishing a PUBLIC repo — ask the human when the client can; None = nobody was asked."""
+    if private or approval_token or not can_elicit(ctx):
+        return None
+    return Elicit(f"tunepack wants to publish an adapter as the PUBLIC repo {repo_id}. Approve?", Approval)
+
+
+@guarded
+def registry_push(adapter_dir: Annotated[str, Field(description="Folder with adapter_config.json and "
+                                                                "adapter_model.safetensors.")],
+                  name: Annotated[str, Field(description="Registry name of the adapter line.")]) -> AdapterVersion:
+    """Copy an adapter into the local registry as a new version (never overwrites); writes its model card
+    when the folder holds a tunepack manifest."""
+    card = None
+    if (Path(adapter_dir) / "tunepack_manifest.json").is_file():
+        manifest = read_manifest(adapter_dir)
+        tracking = manifest.get("trackio", {})
+        try:
+            summary = TrackioStore(tracking.get("dir")).summary(tracking["project"], tracking["run"])
+        except Exception:
+            summary = None
+        card = lambda version: render_card(manifest, summary, name=name, version=version)  # noqa: E731
+    return LocalRegistry().push(adapter_dir, name, card=card)
+
+
+@guarded
+def registry_list(name: Annotated[str | None, Field(description="Only this adapter line.")] = None
+                  ) -> list[AdapterVersion]:
+    """Adapter versions in the local registry (the 15 newest; name an adapter line to narrow it)."""
+    versions = LocalRegistry().list(name)
+    if name and not versions:
+        raise RegistryError(f"The registry has no adapter named '{name}'.", "call registry_list without a name.")
+    return sorted(versions, key=lambda v: v.created_at)[-15:]
+
+
+@guarded
+def registry_publish(name: Annotated[str, Field(description="Registry name of the adapter line.")],
+                     repo_id: Annotated[str, Field(description="Hub model repo, namespace/name.")],
+                     approval: Annotated[ElicitationResult[Approval], Resolve(ask_to_publish)],
+                     version: Annotated[int | None, Field(description="Version (default the newest).", ge=1)]
+                     = None,
+                     private: Annotated[bool, Field(description="Private repo (default). Public needs human "
+                                                                "approval.")] = True,
+                     approval_token: ApprovalToken = None) -> PublishResult:
+    """Push a registry version to the Hugging Face Hub: adapter, manifest and a model card with model-index.
+    Re-publishing the same version to the same repo returns the same commit."""
+    done = publish_approved(name, version, repo_id, private=private, consent=consent_from(approval, approval_token))
+    if done.push is None:
+        return PublishResult(status="approval_required", decision=done.decision, next_step=done.decision.message)
+    return PublishResult(status="published", decision=done.decision, push=done.push,
+                         next_step=f"the adapter is at {done.push.url} (commit {done.push.commit[:12]})")
+
+
+TOOLS = [registry_push, registry_list, registry_publish]
