@@ -33,7 +33,7 @@ def matrix(folder: Path, replicas: dict, rows_by_template: dict) -> None:
     import trl
     from transformers import AutoTokenizer
 
-    from families_support import REVISIONS
+    from support.families import REVISIONS
     from mcp_server.resources import chat_templates
     from mcp_server.train import maskcheck as mc
 
@@ -62,7 +62,7 @@ def matrix(folder: Path, replicas: dict, rows_by_template: dict) -> None:
 
 
 def train(folder: Path, family: str, model_dir: Path, rows: list[dict]) -> str:
-    from families_support import write_rows
+    from support.families import write_rows
     from mcp_server.config import parse_config
     from mcp_server.train.render import write_script
 
@@ -93,7 +93,7 @@ def main() -> None:
     os.environ.setdefault("TUNEPACK_HOME", str(folder / "home"))
     os.environ.setdefault("TRACKIO_DIR", str(folder / "trackio"))
 
-    from families_support import REVISIONS, converted_rows, sources, write_rows
+    from support.families import REVISIONS, converted_rows, sources, write_rows
     from mcp_server.train.tiny_model import FAMILIES, build_tiny_model
 
     names = {None, *[r for revisions in REVISIONS.values() for r in revisions]}

@@ -7,21 +7,16 @@ appears in an output, a log, a script or a card.
 
 from __future__ import annotations
 
-import os
-
 from pydantic import BaseModel
 
-from .errors import TunepackError
-
-
-class HubError(TunepackError):
-    kind = "hub"
+from . import settings
+from .errors import HubError, TunepackError
 
 
 def endpoint() -> str:
     from huggingface_hub import constants
 
-    return os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+    return settings.hf_endpoint() or constants.ENDPOINT
 
 
 def token() -> str:

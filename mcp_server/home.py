@@ -5,15 +5,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from . import settings
 
 
 def tunepack_home() -> Path:
-    root = os.environ.get("TUNEPACK_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "tunepack"
-    )
-    path = Path(root).expanduser().resolve()
+    path = settings.home_root()
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -27,7 +25,4 @@ def home_dir(*parts: str) -> Path:
 
 def trackio_dir() -> Path:
     """The folder Trackio writes its SQLite files to (``TRACKIO_DIR``, else Trackio's default)."""
-    env = os.environ.get("TRACKIO_DIR")
-    if env:
-        return Path(env).expanduser().resolve()
-    return Path(os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")) / "trackio"
+    return settings.trackio_root()

@@ -4,10 +4,12 @@ Covers Hugging Face tokens (``hf_…``), Anthropic keys (``sk-ant-…``), OpenAI
 ``sk-proj-…``), GitHub tokens (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_…``), AWS access key
 ids (``AKIA…``/``ASIA…``) and the token of an ``Authorization: Bearer …`` header. A match becomes a
 marker such as ``[REDACTED_HF_TOKEN]``; the header keeps its name (``Authorization: Bearer
-[REDACTED_BEARER_TOKEN]``). Counts per kind go to the stats report.
+[REDACTED_BEARER_TOKEN]``). Counts per kind (``KINDS``) go to the caller's ``Counter``: the conversion's
+stats report and ``tunepack traces push``'s redaction report use the same patterns.
 
 Usage:
     counts = Counter(); clean = redact_text(text, counts)
+    clean_value = redact_value(json.loads(line), counts)   # raw session lines: every string inside
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ _PATTERNS = [
 _BEARER = r"(?P<bearer_head>(?i:\bauthorization\s*[:=]\s*[\"']?\s*bearer\s+))(?P<bearer>[A-Za-z0-9._~+/=-]{8,})"
 _ALL = re.compile("|".join(f"(?P<{kind}>{pattern})" for kind, pattern in _PATTERNS) + "|" + _BEARER)
 _QUICK = re.compile(r"sk-|hf_|gh[pousr]_|github_pat_|AKIA|ASIA|(?i:bearer)")
+KINDS = tuple(kind for kind, _ in _PATTERNS) + ("bearer_token",)
+
+
+def might_hold_secret(text: str) -> bool:
+    """A cheap pre-check: False means ``redact_text`` would change nothing (also true of JSON-encoded text, since
+    JSON never escapes the ASCII characters the check looks for)."""
+    return bool(text) and _QUICK.search(text) is not None
 
 
 def _replace(counts: Counter):
@@ -40,7 +49,7 @@ def _replace(counts: Counter):
 
 
 def redact_text(text: str, counts: Counter) -> str:
-    if not text or not _QUICK.search(text):
+    if not might_hold_secret(text):
         return text
     return _ALL.sub(_replace(counts), text)
 

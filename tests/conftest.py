@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+from support.common import REPO, run_cli, short_conversation, write_jsonl  # noqa: F401  (fixtures use them)
 
 _STATE = Path(tempfile.mkdtemp(prefix="tunepack-tests-"))
 os.environ["TUNEPACK_HOME"] = str(_STATE / "home")
@@ -20,36 +19,10 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ["TUNEPACK_TOOLSETS"] = "all"  # servers the tests start expose every tool; test_toolsets checks the default
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-
-TOOLS = [{"type": "function", "function": {
-    "name": "bash", "description": "Run a shell command.",
-    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
-
-
-def short_conversation(i: int) -> list[dict]:
-    """System, user, assistant tool call, tool result, assistant answer — short enough for 128 tokens."""
-    return [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": f"Run the tests in pkg{i}."},
-        {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": "bash", "arguments": {"command": f"pytest pkg{i}"}}}]},
-        {"role": "tool", "name": "bash", "content": f"{i % 5 + 1} passed"},
-        {"role": "assistant", "content": f"All {i % 5 + 1} tests in pkg{i} pass."},
-    ]
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def hub(monkeypatch):
     """A loopback Hub + Jobs stand-in, with HF_ENDPOINT and HF_TOKEN pointing at it."""
-    from standin.hub_service import HubStandIn
+    from support.standin.hub_service import HubStandIn
 
     with HubStandIn() as stand_in:
         monkeypatch.setenv("HF_ENDPOINT", stand_in.endpoint)
@@ -79,11 +52,6 @@ def tiny_tokenizer(tiny_model_dir):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(tiny_model_dir))
-
-
-def run_cli(*args: str, timeout: int = 900, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcp_server.cli", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout, env=os.environ.copy())
 
 
 @pytest.fixture(scope="session")

@@ -1,10 +1,11 @@
 """The `tunepack` command: the README's commands, and failures as one clean line."""
 
 import json
+from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from support.common import run_cli
 
 
 def test_validate_ok():
@@ -60,3 +61,53 @@ def test_jobs_command_needs_an_id():
 
 def test_version():
     assert run_cli("--version").stdout.startswith("tunepack ")
+
+
+def test_tracking_compare_and_plot_twins(demo_run, tmp_path):
+    project, run = demo_run["trackio_project"], demo_run["trackio_run"]
+    ranked = json.loads(run_cli("tracking", "compare", project, run, "--metric", "loss").stdout)
+    assert ranked[0]["run"] == run and ranked[0]["last"] == pytest.approx(demo_run["last_loss"])
+    out = tmp_path / "curves.png"
+    done = run_cli("tracking", "plot", project, run, "-o", str(out))
+    assert done.returncode == 0 and out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_registry_push_twin_adds_a_version_with_its_card(demo_run):
+    done = run_cli("registry", "push", demo_run["adapter_path"], "cli-twin-copy")
+    assert done.returncode == 0, done.stderr
+    version = json.loads(done.stdout)
+    assert version["name"] == "cli-twin-copy" and version["version"] == 1
+    assert Path(version["path"], "README.md").is_file()  # the manifest was there, so the card was written
+
+
+def test_jobs_submit_hardware_and_cost_twins(tmp_path):
+    script = tmp_path / "hello.py"
+    script.write_text("import sys\nprint('hello', *sys.argv[1:])\n")
+    done = run_cli("jobs", "submit", "--label", "twin=yes", str(script), "a", "--b")  # after SCRIPT: the script's
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    waited = json.loads(run_cli("jobs", "wait", job["id"]).stdout)
+    assert waited["job"]["stage"] == "COMPLETED"
+    assert "hello a --b" in run_cli("jobs", "logs", job["id"]).stdout
+    assert json.loads(run_cli("jobs", "list", "--label", "twin=yes", "--json").stdout)[0]["id"] == job["id"]
+    assert "a10g-small" in run_cli("jobs", "hardware").stdout
+    quote = json.loads(run_cli("jobs", "cost", "--flavor", "a10g-small", "--timeout", "3600").stdout)
+    assert quote["paid"] and quote["worst_case_usd"] > 0
+    misplaced = run_cli("jobs", "submit", str(script), "--backend", "hf", "--flavor", "t4-small")
+    assert misplaced.returncode == 1 and "--backend comes after SCRIPT" in misplaced.stderr
+    bad = run_cli("jobs", "submit", str(tmp_path / "missing.py"))
+    assert bad.returncode == 1 and "does not exist" in bad.stderr
+
+
+def test_skills_read_twin():
+    assert "name: tunepack-sft" in run_cli("skills", "read", "tunepack-sft").stdout
+    refused = run_cli("skills", "read", "tunepack-sft", "../../pyproject.toml")
+    assert refused.returncode == 1 and "is not a file of skill" in refused.stderr
+
+
+def test_preflight_twin_reports_checks_and_the_quote():
+    done = run_cli("preflight", "examples/demo.yaml", "--no-smoke", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["ok"] and report["smoke_job"] is None
+    assert {c["name"] for c in report["checks"]} >= {"config"}

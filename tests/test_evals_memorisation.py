@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import write_jsonl
+from support.common import write_jsonl
 from mcp_server.evals.kit.problems import fenced, load_problems, user_prompt
 from mcp_server.pipeline import run_pipeline
 from test_server import ok, session, wait_done

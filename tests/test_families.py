@@ -12,7 +12,7 @@ import trl
 from pathlib import Path
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from families_support import REVISIONS, converted_rows, sources, write_rows
+from support.families import REVISIONS, converted_rows, sources, write_rows
 from mcp_server.resources import chat_templates
 from mcp_server.train import maskcheck as mc
 from mcp_server.train.tiny_model import FAMILIES, build_tiny_model
@@ -177,7 +177,7 @@ def test_trl_labels_equal_the_checked_mask_token_by_token(short_replicas, family
     from peft import LoraConfig
     from trl import SFTConfig, SFTTrainer
 
-    from conftest import short_conversation
+    from support.common import short_conversation
 
     tokenizer = AutoTokenizer.from_pretrained(short_replicas[family])
     template, _ = mc.resolve_chat_template(tokenizer, "model", "messages", family, packaged=OURS)
@@ -202,7 +202,7 @@ def test_trl_labels_equal_the_checked_mask_token_by_token(short_replicas, family
 def test_the_tutorial_config_parses_and_its_cpu_twin_loads(tmp_path):
     import yaml
 
-    from conftest import REPO
+    from support.common import REPO
     from mcp_server.config import load_config, parse_config
 
     raw = yaml.safe_load((REPO / "examples" / "gemma4-pi-traces.yaml").read_text())

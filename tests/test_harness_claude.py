@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from conftest import REPO
-from harness_support import cli, isolated_env, run, skill_names
+from support.common import REPO
+from support.harness import cli, isolated_env, run, skill_names
 
 from mcp_server.harness import COMMANDS, ROLES, SPENDING
 from mcp_server.harness.catalog import SERVER, STUDY_SERVER, server_of

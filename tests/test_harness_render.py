@@ -9,7 +9,7 @@ import tomllib
 
 import yaml
 
-from conftest import REPO, run_cli
+from support.common import REPO, run_cli
 
 from mcp_server.harness import COMMANDS, LINKS, ROLES, SPENDING, check, managed_files, mcp_prompt_body, sync
 from mcp_server.harness.catalog import LAUNCHER, READ_ONLY, SETUP, command

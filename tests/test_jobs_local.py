@@ -145,3 +145,16 @@ def test_a_killed_runner_is_reported_not_running_forever(tmp_path):
     time.sleep(0.5)
     info = backend.status(job.id)
     assert info.stage == "ERROR" and "disappeared" in info.message
+
+
+def test_a_job_whose_runner_never_started_ends_in_error(tmp_path, backend):
+    """The submitting process killed between recording the job and starting its runner: not SCHEDULING forever."""
+    backend.store.insert(id="local-orphan", name="orphan", stage="SCHEDULING", labels={}, command=["true"], env={},
+                         timeout_s=None, flavor="local", created_at=time.time() - 120, workdir=str(tmp_path),
+                         log_path=str(tmp_path / "output.log"), spec={})
+    info = backend.status("local-orphan")
+    assert info.stage == "ERROR" and "never started" in info.message
+    backend.store.insert(id="local-fresh", name="fresh", stage="SCHEDULING", labels={}, command=["true"], env={},
+                         timeout_s=None, flavor="local", created_at=time.time(), workdir=str(tmp_path),
+                         log_path=str(tmp_path / "output.log"), spec={})
+    assert backend.status("local-fresh").stage == "SCHEDULING"  # a submit in progress is left alone

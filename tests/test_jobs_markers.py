@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import REPO
+from support.common import REPO
 from mcp_server.jobs import markers
 from mcp_server.jobs.markers import KINDS, emit, marker_line, parse, parse_line
 

@@ -1,4 +1,3 @@
-import json
 
 from mcp_server.jobs import JobSpec
 from mcp_server.jobs.local import LocalBackend

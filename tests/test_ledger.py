@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO, run_cli
+from support.common import REPO, run_cli
 
 from mcp_server.ledger import Ledger, LedgerError, config_hash_of, direction_for
 

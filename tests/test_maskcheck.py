@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import trl
 
-from conftest import TOOLS, short_conversation
+from support.common import TOOLS, short_conversation
 from mcp_server.train import maskcheck as mc
 
 TRL_TEMPLATES = Path(trl.__file__).parent / "chat_templates"

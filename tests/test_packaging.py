@@ -4,7 +4,7 @@ import subprocess
 import sys
 import zipfile
 
-from conftest import REPO
+from support.common import REPO
 
 HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "trackio", "bitsandbytes", "inspect_ai", "matplotlib")
 

@@ -6,6 +6,7 @@ at start, the mask check on collated packed batches) catch the cases where it is
 from __future__ import annotations
 
 import importlib.util
+import sys
 import types
 
 import pytest
@@ -13,7 +14,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
-from conftest import short_conversation
+from support.common import short_conversation
 from mcp_server.config import parse_config
 from mcp_server.resources import chat_templates
 from mcp_server.train import maskcheck as mc
@@ -102,6 +103,7 @@ def script(tmp_path_factory, short_data):
                         tmp_path_factory.mktemp("packing-script") / "train.py")
     spec = importlib.util.spec_from_file_location("rendered_packing", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules["rendered_packing"] = module  # a module its dataclasses can find
     spec.loader.exec_module(module)
     return module
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import short_conversation, write_jsonl
+from support.common import REPO, short_conversation, write_jsonl
 from mcp_server.errors import ConfigError, DataError
 from mcp_server.pipeline import precheck_data, run_pipeline
 from mcp_server.train.data import read_local_rows
@@ -88,13 +88,14 @@ def test_file_with_only_blank_lines_has_no_rows(tmp_path):
 
 def test_max_length_that_cuts_assistant_tokens_fails_and_leaves_nothing(tmp_path):
     data = write_jsonl(tmp_path / "rows.jsonl", short_rows())
+    runs = Path(os.environ["TUNEPACK_HOME"]) / "runs"
+    earlier = set(runs.iterdir()) if runs.is_dir() else set()  # other tests' runs may hold adapters
     with pytest.raises(DataError) as err:  # windows would split the rows; with windows off they are cut
         run_pipeline(config(tmp_path, data, "too-short", windows="off", max_length=24))
     assert "training.max_length=24 cuts trained assistant tokens" in err.value.problem
     assert "raise training.max_length to at least" in err.value.fix
     assert versions("too-short") == []
-    runs = Path(os.environ["TUNEPACK_HOME"]) / "runs"
-    assert not any((d / "adapter").exists() for d in runs.iterdir())
+    assert not any((d / "adapter").exists() for d in set(runs.iterdir()) - earlier)
 
 
 def test_windows_cannot_save_turns_longer_than_max_length(tmp_path):
@@ -124,3 +125,25 @@ def test_parquet_rows_are_read_with_duckdb(tmp_path):
     from mcp_server.config import load_config
 
     assert precheck_data(load_config(cfg_path)) == 3
+
+
+def test_one_start_loads_the_config_once_and_reads_the_data_once(monkeypatch, tmp_path):
+    import mcp_server.pipeline.run as run_module
+    from mcp_server.jobs import LocalBackend
+
+    calls = {"load_config": 0, "read_local_rows": 0}
+
+    def counted(name):
+        real = getattr(run_module, name)
+
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+        return wrapper
+
+    for name in calls:
+        monkeypatch.setattr(run_module, name, counted(name))
+    backend = LocalBackend(root=tmp_path / "jobs")
+    started = run_module.start_pipeline(str(REPO / "examples" / "demo.yaml"), backend=backend)
+    backend.cancel(started.job.id)  # only the start is measured
+    assert calls == {"load_config": 1, "read_local_rows": 1}

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import run_cli, short_conversation, write_jsonl
+from support.common import run_cli, short_conversation, write_jsonl
 from mcp_server.approval import Budget, Consent
 from mcp_server.config import parse_config
 from mcp_server.errors import ConfigError, JobError

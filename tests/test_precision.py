@@ -4,6 +4,7 @@ has it (compute capability 8.0+), fp16 on T4, float32 on CPUs; the 4-bit compute
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 import pytest
 
@@ -18,6 +19,7 @@ def script(tmp_path_factory, short_data):
                         tmp_path_factory.mktemp("precision") / "train.py")
     spec = importlib.util.spec_from_file_location("rendered_train", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules["rendered_train"] = module  # a module its dataclasses can find
     spec.loader.exec_module(module)  # the script only runs main() under __main__
     return module
 

@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from conftest import short_conversation, write_jsonl
 from mcp_server.jobs import get_backend
 from mcp_server.jobs.markers import parse
 from mcp_server.pipeline.preflight import SMOKE_STEPS, preflight, smoke_config

@@ -3,7 +3,7 @@ same text the OpenCode and Claude Code commands carry."""
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 from test_server import session
 
 from mcp_server.harness import COMMANDS

@@ -4,7 +4,7 @@ import json
 from collections import Counter
 
 from mcp_server.redact import redact_text
-from traces_support import rows_of
+from support.traces import rows_of
 
 SECRETS = {
     "hf_token": "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3",

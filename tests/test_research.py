@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from support.common import run_cli
 
 from mcp_server.research import ResearchError, paper, search_datasets, search_models, search_papers
 

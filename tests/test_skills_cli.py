@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from conftest import run_cli
+from support.common import run_cli
 
 REPO = Path(__file__).resolve().parents[1]
 

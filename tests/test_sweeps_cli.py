@@ -2,9 +2,9 @@
 
 import json
 
-from conftest import run_cli
+from support.common import run_cli
 from mcp_server.sweeps import list_sweeps
-from sweeps_support import hub_base, unique
+from support.sweeps import hub_base, unique
 
 
 def test_plan_table_and_json():

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from conftest import short_conversation, write_jsonl
+from support.common import short_conversation, write_jsonl
 from mcp_server.approval import Budget, Consent
 from mcp_server.ledger import Ledger
 from mcp_server.registry import LocalRegistry
 from mcp_server.sweeps import read_state, select_sweep, submit_sweep, sweep_dir, sweep_status
 from mcp_server.sweeps.controller import Controller
-from sweeps_support import hub_base, unique
+from support.sweeps import hub_base, unique
 
 
 def metric(step: int, loss: float) -> str:

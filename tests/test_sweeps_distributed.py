@@ -22,7 +22,7 @@ from mcp_server.tracking import TrackioStore
 from mcp_server.train.distributed import (TRL_CONFIG, accelerate_config, check_placement, launch_command, launch_plan,
                                           trl_accelerate_configs)
 from mcp_server.train.render import render_script, write_script
-from sweeps_support import tiny_base, unique
+from support.sweeps import tiny_base, unique
 
 
 def cfg(short_data, **distributed):

@@ -9,7 +9,7 @@ import pytest
 from mcp_server.jobs import JobInfo
 from mcp_server.sweeps.monitor import (clean_loss_logs, divergence, eval_value, failure_kind, fire_alert,
                                        metric_records, metric_value)
-from sweeps_support import unique
+from support.sweeps import unique
 
 
 def logs(*losses, key="loss"):

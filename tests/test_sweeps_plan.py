@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 from mcp_server.approval import ApprovalError, Budget, Consent
 from mcp_server.errors import ConfigError
 from mcp_server.ledger import Ledger
 from mcp_server.sweeps import list_sweeps, plan_sweep, read_state, submit_sweep, sweep_dir
 from mcp_server.sweeps.plan import build_plan, identity
 from mcp_server.config import TrainConfig
-from sweeps_support import hub_base, tiny_base, unique
+from support.sweeps import hub_base, tiny_base, unique
 
 
 def local_spec(short_data, **extra):

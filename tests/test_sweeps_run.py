@@ -16,7 +16,7 @@ from mcp_server.ledger import Ledger
 from mcp_server.registry import LocalRegistry
 from mcp_server.sweeps import plan_sweep, submit_sweep, sweep_dir, sweep_status
 from mcp_server.sweeps.run import resume_sweep
-from sweeps_support import tiny_base, unique, wait_for
+from support.sweeps import tiny_base, unique, wait_for
 from test_server import ok, session
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ import pytest
 from mcp_server.ledger import Ledger
 from mcp_server.sweeps import read_state, select_sweep, submit_sweep, sweep_dir
 from mcp_server.sweeps.state import updating
-from sweeps_support import tiny_base, unique
+from support.sweeps import tiny_base, unique
 
 
 @pytest.fixture

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 from mcp_server.sweeps.spec import SweepError, check_key, expand, load_spec, run_config
 
 

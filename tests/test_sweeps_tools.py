@@ -4,7 +4,7 @@ then canceled (the controller stops, the canary's HF job is canceled, the ledger
 import time
 
 from mcp_server.ledger import Ledger
-from sweeps_support import hub_base, tiny_base, unique
+from support.sweeps import hub_base, tiny_base, unique
 from test_server import ok, session, text
 
 

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 from mcp_server.errors import ConfigError
 from mcp_server.harness.catalog import ROLES, SERVER, STUDY_SERVER, STUDY_TOOLSETS, server_of
 from mcp_server.harness.toolsets import TOOLSETS, parse, tools_of

@@ -3,7 +3,7 @@ compaction boundaries, harness noise, and the shared real transcripts."""
 
 from collections import Counter
 
-from traces_support import FIXTURES, check_structure, raw_lines, rows_of, shared
+from support.traces import FIXTURES, check_structure, raw_lines, rows_of, shared
 
 CC = FIXTURES / "claude_code"
 

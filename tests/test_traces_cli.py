@@ -2,8 +2,8 @@
 
 import json
 
-from conftest import run_cli
-from traces_support import FIXTURES
+from support.common import run_cli
+from support.traces import FIXTURES
 
 
 def test_convert_prints_short_stats(tmp_path):

@@ -3,7 +3,7 @@ compaction, and the shared rollouts."""
 
 import json
 
-from traces_support import FIXTURES, check_structure, raw_lines, rows_of, shared
+from support.traces import FIXTURES, check_structure, raw_lines, rows_of, shared
 
 ROLLOUT = FIXTURES / "codex"
 

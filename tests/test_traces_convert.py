@@ -5,7 +5,7 @@ import json
 import pytest
 
 from mcp_server.traces import ConvertOptions, convert, find_sources
-from traces_support import SHARED_TRACES, check_structure, raw_lines, shared
+from support.traces import SHARED_TRACES, check_structure, raw_lines, shared
 
 
 def shared_sources():
@@ -66,7 +66,7 @@ def test_the_whole_shared_folder_in_one_run(tmp_path):
 def test_a_reader_failure_is_reported_per_file_not_raised(tmp_path, monkeypatch):
     import importlib
 
-    from traces_support import FIXTURES
+    from support.traces import FIXTURES
 
     module = importlib.import_module("mcp_server.traces.convert")
 
@@ -87,7 +87,7 @@ def test_damaged_values_anywhere_never_crash(tmp_path):
 
     from mcp_server.traces.convert import read_source
     from mcp_server.traces.jsonl import decode_line
-    from traces_support import FIXTURES
+    from support.traces import FIXTURES
 
     rnd = random.Random(11)
     values = [None, 7, "x", [], {}, [1, "a"], {"type": None}, True, [{"type": 3}], {"text": []}]

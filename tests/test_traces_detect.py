@@ -4,14 +4,14 @@ import pytest
 
 from mcp_server.errors import TraceError
 from mcp_server.traces import find_sources, sniff
-from traces_support import FIXTURES, SHARED_TRACES
+from support.traces import FIXTURES, SHARED_TRACES
 
 
 def test_fixture_formats_are_recognised(tmp_path):
     sources, skipped = find_sources([FIXTURES])
     found = {(fmt, p.relative_to(FIXTURES).parts[0]) for fmt, p in sources}
     assert found == {("pi", "pi"), ("claude-code", "claude_code"), ("codex", "codex"), ("opencode", "opencode"),
-                     ("openai", "openai")}
+                     ("openai", "openai"), ("hermes", "hermes"), ("droid", "droid")}
     assert [p.name for fmt, p in sources if fmt == "opencode"] == ["storage"] and skipped == []
 
 

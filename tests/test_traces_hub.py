@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import REPO, SHARED, run_cli
+from support.common import REPO, SHARED, run_cli
 from mcp_server.errors import TraceError
 from mcp_server.traces import ConvertOptions, convert
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from mcp_server.traces.jsonl import decode_line, read_jsonl
 from mcp_server.traces.stats import FileReport
-from traces_support import raw_lines, shared
+from support.traces import raw_lines, shared
 
 
 def read(path: Path) -> tuple[list[tuple[int, dict]], FileReport]:

@@ -7,7 +7,7 @@ import pytest
 from mcp_server.traces.model import Call, ConvertOptions, Msg
 from mcp_server.traces.normalize import normalize
 from mcp_server.traces.stats import FileReport
-from traces_support import FIXTURES, SHARED_TRACES, check_structure, rows_of
+from support.traces import FIXTURES, SHARED_TRACES, check_structure, rows_of
 
 
 def run(messages, by_position=False, **options):

@@ -2,7 +2,7 @@
 
 import json
 
-from traces_support import FIXTURES, check_structure, rows_of, shared
+from support.traces import FIXTURES, check_structure, rows_of, shared
 
 CHAT = FIXTURES / "openai" / "chat.jsonl"
 

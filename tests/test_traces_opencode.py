@@ -5,7 +5,7 @@ import random
 import sqlite3
 from pathlib import Path
 
-from traces_support import FIXTURES, check_structure, rows_of, shared
+from support.traces import FIXTURES, check_structure, rows_of, shared
 
 STORAGE = FIXTURES / "opencode" / "storage"
 SCHEMA = """

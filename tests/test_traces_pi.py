@@ -3,7 +3,7 @@
 import pytest
 
 from mcp_server.traces.pi import COMPACTION_PREFIX
-from traces_support import FIXTURES, check_structure, raw_lines, rows_of, shared
+from support.traces import FIXTURES, check_structure, raw_lines, rows_of, shared
 
 PI = FIXTURES / "pi"
 

@@ -6,7 +6,7 @@ import pytest
 
 from mcp_server.errors import TraceError
 from mcp_server.traces import ConvertOptions, convert
-from traces_support import FIXTURES, rows_of
+from support.traces import FIXTURES, rows_of
 
 
 def test_turn_rows_one_per_assistant_turn(tmp_path):

@@ -11,7 +11,7 @@ from mcp_server.errors import ConfigError
 from mcp_server.jobs import JobInfo
 from mcp_server.pipeline import precheck_data, start_pipeline
 from mcp_server.traces.spine import conversion_stats, training_config
-from traces_support import FIXTURES
+from support.traces import FIXTURES
 
 
 def write_config(tmp_path, data, **extra):

@@ -12,7 +12,7 @@ from mcp_server.errors import TraceError
 from mcp_server.traces import ConvertOptions, convert
 from mcp_server.traces.templates import shape
 from mcp_server.train import maskcheck as mc
-from traces_support import FIXTURES, SHARED_TRACES
+from support.traces import FIXTURES, SHARED_TRACES
 
 TRL_TEMPLATES = Path(trl.__file__).parent / "chat_templates"
 # Each template's own special tokens, added to the locally trained tokenizer so its turns tokenize as they would.

@@ -4,7 +4,7 @@ import anyio
 from mcp import Client
 
 from mcp_server.server import build_server
-from traces_support import FIXTURES
+from support.traces import FIXTURES
 
 
 def call(arguments):

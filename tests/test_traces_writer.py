@@ -7,7 +7,7 @@ import pytest
 from mcp_server.errors import TraceError
 from mcp_server.traces import ConvertOptions, convert
 from mcp_server.traces import writer
-from traces_support import FIXTURES
+from support.traces import FIXTURES
 
 
 def test_jsonl_and_parquet_load_with_datasets(tmp_path):

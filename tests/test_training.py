@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import short_conversation
+from support.common import short_conversation
 from mcp_server.config import parse_config
 from mcp_server.tracking import TrackioStore
 from mcp_server.train import maskcheck as mc

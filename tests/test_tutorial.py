@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, run_cli
+from support.common import REPO, run_cli
 from mcp_server.registry import LocalRegistry
 from mcp_server.tracking import TrackioStore
-from sweeps_support import unique, wait_for
+from support.sweeps import unique, wait_for
 from test_server import ok, session, wait_done
-from tutorial_support import cpu_sweep, cpu_twin, session_files, write_sessions
+from support.tutorial import cpu_sweep, cpu_twin, session_files, write_sessions
 
 pytestmark = pytest.mark.slow
 HUB_REPO = "alice/pi-agent-sessions"

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from conftest import write_jsonl
+from support.common import write_jsonl
 from mcp_server.viewer import ViewerBackend, trace_view
 from mcp_server.viewer.backend import INVALID_PARAMETER, MISSING_PARAMETER, NOT_FOUND, ViewerError
 from mcp_server.viewer.hf import HfViewer
 from mcp_server.viewer.twin import TwinViewer
-from standin.viewer_service import (
+from support.standin.viewer_service import (
     DATASET,
     FEATURES,
     FILTER,

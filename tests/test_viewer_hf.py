@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import REPO
+from support.common import REPO
 from mcp_server.viewer.backend import (
     INVALID_PARAMETER,
     MISSING_PARAMETER,
@@ -23,7 +23,7 @@ from mcp_server.viewer.backend import (
     ViewerError,
 )
 from mcp_server.viewer.hf import DEFAULT_URL, HfViewer
-from standin.viewer_service import DATASET, FEATURES, PRIVATE, STATISTICS, TOKEN, TRAIN, ViewerStandIn
+from support.standin.viewer_service import DATASET, FEATURES, PRIVATE, STATISTICS, TOKEN, TRAIN, ViewerStandIn
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import json
 import duckdb
 import pytest
 
-from conftest import short_conversation, write_jsonl
+from support.common import short_conversation, write_jsonl
 from mcp_server.errors import DataError
 from mcp_server.viewer import inspect_dataset
 

@@ -12,11 +12,11 @@ import duckdb
 import pytest
 from mcp import Client, StdioServerParameters
 
-from conftest import REPO, write_jsonl
+from support.common import REPO, write_jsonl
 from mcp_server.viewer import export, trace_view
 from mcp_server.viewer.backend import INVALID_PARAMETER, MISSING_PARAMETER, NOT_FOUND, ViewerError
 from mcp_server.viewer.twin import TwinViewer
-from standin.viewer_service import FILTER, SEARCH, STATISTICS, TEST, TRAIN
+from support.standin.viewer_service import FILTER, SEARCH, STATISTICS, TEST, TRAIN
 
 FLAT = [{k: v for k, v in row.items() if k != "messages"} for row in TRAIN]  # CSV holds no nested column
 

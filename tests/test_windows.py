@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import REPO, SHARED, write_jsonl
+from support.common import SHARED, write_jsonl
 from mcp_server.resources import chat_templates
 from mcp_server.train import maskcheck as mc
 from mcp_server.train.windows import split_units, window_rows

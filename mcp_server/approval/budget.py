@@ -8,7 +8,6 @@ the agent; the default comes from ``TUNEPACK_DAILY_BUDGET_USD`` (10 USD when uns
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from contextlib import closing
@@ -16,10 +15,20 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from .. import settings
 from ..home import home_dir
 from .tokens import ApprovalError
 
 DEFAULT_DAILY_USD = 10.0
+MAX_PROJECT_CHARS = 200
+
+
+def _project(name: str) -> str:
+    if not name or len(name) > MAX_PROJECT_CHARS or not name.isprintable():
+        raise ApprovalError(f"'{name[:60]}' is not a budget project name ({len(name)} characters).",
+                            f"use a short printable name (at most {MAX_PROJECT_CHARS} characters), e.g. the config's "
+                            "tracking.project or 'tunepack'.")
+    return name
 
 
 class BudgetStatus(BaseModel):
@@ -48,17 +57,19 @@ class Budget:
         return sqlite3.connect(self.path, timeout=30, isolation_level=None)
 
     def limit(self, project: str) -> float:
+        project = _project(project)
         with closing(self._db()) as db:
             row = db.execute("SELECT daily_usd FROM limits WHERE project = ?", (project,)).fetchone()
-        return row[0] if row else float(os.environ.get("TUNEPACK_DAILY_BUDGET_USD", DEFAULT_DAILY_USD))
+        return row[0] if row else settings.daily_budget_usd(DEFAULT_DAILY_USD)
 
     def set_limit(self, project: str, daily_usd: float) -> None:
+        project = _project(project)
         with closing(self._db()) as db:
             db.execute("INSERT INTO limits VALUES (?, ?) ON CONFLICT(project) DO UPDATE SET daily_usd = excluded.daily_usd",
                        (project, daily_usd))
 
     def status(self, project: str, now: float | None = None) -> BudgetStatus:
-        day = today(now)
+        project, day = _project(project), today(now)
         with closing(self._db()) as db:
             charged, open_ = db.execute(
                 "SELECT COALESCE(SUM(amount), 0), COALESCE(SUM(1 - final), 0) FROM charges WHERE project = ? AND day = ?",

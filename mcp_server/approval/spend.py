@@ -54,10 +54,11 @@ def approve(action: str, arguments: dict, cost_usd: float, *, needed: bool, summ
 
 def spend(action: str, arguments: dict, cost: CostEstimate, project: str, submit: Callable[[], JobInfo],
           consent: Consent, budget: Budget | None = None) -> Spend:
-    """Submit through the gate. ``arguments`` bind an approval token to this exact action; ``submit`` runs only
-    once the action is approved and (when paid) its worst case is charged to ``project``'s daily budget."""
-    decision = approve(action, arguments, cost.worst_case_usd, needed=cost.needs_approval,
-                       summary=summary_of(action, cost), consent=consent)
+    """Submit through the gate. ``arguments`` bind an approval token to this exact action, and so does ``project``
+    (the budget the human agreed to charge); ``submit`` runs only once the action is approved and (when paid) its
+    worst case is charged to ``project``'s daily budget."""
+    decision = approve(action, {**arguments, "budget_project": project}, cost.worst_case_usd,
+                       needed=cost.needs_approval, summary=summary_of(action, cost), consent=consent)
     if decision.status == "approval_required":
         return Spend(decision=decision, cost=cost)
     if not cost.paid:

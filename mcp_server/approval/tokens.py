@@ -13,14 +13,10 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from ..errors import TunepackError
+from ..errors import ApprovalError
 from ..home import home_dir
 
 TTL_S = 600
-
-
-class ApprovalError(TunepackError):
-    kind = "approval"
 
 
 def action_hash(tool: str, arguments: dict, cost_usd: float) -> str:

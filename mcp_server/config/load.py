@@ -13,8 +13,10 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, usable_path
+from ..walk import walk_files
 from .schema import HUB_ID, TrainConfig
 
 DATA_SUFFIXES = (".jsonl", ".json", ".parquet")
@@ -37,7 +39,7 @@ def _section_model(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return model
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     loc = tuple(error["loc"])
     key = ".".join(str(p) for p in loc) or "(top level)"
     if error["type"] == "extra_forbidden":
@@ -72,7 +74,7 @@ def parse_config(data: Any, source: str = "config") -> TrainConfig:
 
 
 def read_yaml(path: str | Path) -> Any:
-    path = Path(path)
+    path = usable_path(path, "config path")
     if not path.is_file():
         raise ConfigError(f"Config file '{path}' does not exist.", "pass the path of a YAML config, e.g. examples/demo.yaml.")
     try:
@@ -95,84 +97,106 @@ def load_config(path: str | Path) -> TrainConfig:
 
 def _data_files(entry: Path) -> list[Path]:
     if entry.is_dir():
-        return sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix in DATA_SUFFIXES)
+        return walk_files(entry, lambda p: p.suffix in DATA_SUFFIXES)
     return [entry]
+
+
+def _absolute(value: str, base: Path) -> Path:
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else (base / p)
+
+
+def _checked_data_files(entry: str, p: Path) -> list[Path]:
+    """The readable, non-empty dataset files of one existing data.path entry."""
+    files = _data_files(p)
+    if not files:
+        raise DataError(
+            f"data.path '{entry}' is a folder with no .jsonl/.json/.parquet files.",
+            "put the dataset files there, or point data.path at the files themselves.",
+        )
+    for f in files:
+        if f.suffix not in DATA_SUFFIXES:
+            raise DataError(
+                f"data.path '{f}' has the suffix '{f.suffix}', which the loader cannot read.",
+                "convert it to .jsonl, .json or .parquet.",
+            )
+        if f.stat().st_size == 0:
+            raise DataError(f"data.path '{f}' is empty (0 bytes).", "write rows into it or remove it from data.path.")
+    return files
+
+
+def _resolve_data_paths(cfg: TrainConfig, base: Path) -> list[str]:
+    resolved: list[str] = []
+    for entry in cfg.data.path:
+        p = _absolute(entry, base)
+        if not p.exists():
+            raise DataError(
+                f"data.path '{entry}' does not exist (looked at {p}).",
+                "point data.path at a .jsonl/.json/.parquet file or a folder of them; "
+                "relative paths are read from the config file's folder.",
+            )
+        if cfg.data.format == "traces":  # raw sessions: folders stay folders, the converter reads them
+            resolved.append(str(p))
+            continue
+        resolved.extend(str(f) for f in _checked_data_files(entry, p))
+    return resolved
+
+
+def _resolve_model_name(name: str, base: Path) -> str:
+    """A local model folder's absolute path; a Hub id (or anything not local) unchanged."""
+    p = _absolute(name, base)
+    looks_local = name.startswith((".", "/", "~")) or p.exists() or not HUB_ID.match(name)
+    if not looks_local:
+        return name
+    if not p.is_dir():
+        raise ConfigError(
+            f"model.name '{name}' is neither an existing model folder (looked at {p}) "
+            "nor a Hub id of the form namespace/name.",
+            "give a Hub id such as Qwen/Qwen3-0.6B, the path of a saved model folder, "
+            "or tiny:qwen3 for the embedded CPU demo model.",
+        )
+    if not (p / "config.json").is_file():
+        raise ConfigError(
+            f"model.name '{p}' is a folder without config.json, so it is not a saved model.",
+            "point at the folder written by save_pretrained (it holds config.json and the weights).",
+        )
+    return str(p)
+
+
+def _resolve_chat_template(tmpl: str, base: Path) -> str:
+    """A template file's absolute path; 'model' and the trl:/tunepack: names unchanged."""
+    if tmpl == "model" or tmpl.startswith(("trl:", "tunepack:")):
+        return tmpl
+    p = _absolute(tmpl, base)
+    if not p.is_file():
+        raise ConfigError(
+            f"chat_template file '{tmpl}' does not exist (looked at {p}).",
+            "give the path of a .jinja file, 'model', a TRL training template such as trl:qwen3, or one of "
+            "tunepack's such as tunepack:gemma4_v5.",
+        )
+    return str(p)
+
+
+def _resolve_eval(cfg: TrainConfig, base: Path) -> None:
+    cfg.eval.tasks = [t if t in ("humaneval", "mbpp") else str(_existing(_absolute(t, base), f"eval.tasks '{t}'"))
+                      for t in cfg.eval.tasks]
+    if cfg.eval.mbpp_source != "hub":
+        source = cfg.eval.mbpp_source
+        cfg.eval.mbpp_source = str(_existing(_absolute(source, base), f"eval.mbpp_source '{source}'"))
 
 
 def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
     """Return a copy whose local paths are absolute and known to exist."""
     base = Path(base_dir).resolve()
     cfg = cfg.model_copy(deep=True)
-
-    def absolute(value: str) -> Path:
-        p = Path(value).expanduser()
-        return p if p.is_absolute() else (base / p)
-
     if cfg.data.path:
-        resolved: list[str] = []
-        for entry in cfg.data.path:
-            p = absolute(entry)
-            if not p.exists():
-                raise DataError(
-                    f"data.path '{entry}' does not exist (looked at {p}).",
-                    "point data.path at a .jsonl/.json/.parquet file or a folder of them; "
-                    "relative paths are read from the config file's folder.",
-                )
-            if cfg.data.format == "traces":  # raw sessions: folders stay folders, the converter reads them
-                resolved.append(str(p))
-                continue
-            files = _data_files(p)
-            if not files:
-                raise DataError(
-                    f"data.path '{entry}' is a folder with no .jsonl/.json/.parquet files.",
-                    "put the dataset files there, or point data.path at the files themselves.",
-                )
-            for f in files:
-                if f.suffix not in DATA_SUFFIXES:
-                    raise DataError(
-                        f"data.path '{f}' has the suffix '{f.suffix}', which the loader cannot read.",
-                        "convert it to .jsonl, .json or .parquet.",
-                    )
-                if f.stat().st_size == 0:
-                    raise DataError(f"data.path '{f}' is empty (0 bytes).", "write rows into it or remove it from data.path.")
-            resolved.extend(str(f) for f in files)
-        cfg.data.path = resolved
-
+        cfg.data.path = _resolve_data_paths(cfg, base)
     if not cfg.model.is_tiny:
-        p = absolute(cfg.model.name)
-        looks_local = cfg.model.name.startswith((".", "/", "~")) or p.exists() or not HUB_ID.match(cfg.model.name)
-        if looks_local:
-            if not p.is_dir():
-                raise ConfigError(
-                    f"model.name '{cfg.model.name}' is neither an existing model folder (looked at {p}) "
-                    "nor a Hub id of the form namespace/name.",
-                    "give a Hub id such as Qwen/Qwen3-0.6B, the path of a saved model folder, "
-                    "or tiny:qwen3 for the embedded CPU demo model.",
-                )
-            if not (p / "config.json").is_file():
-                raise ConfigError(
-                    f"model.name '{p}' is a folder without config.json, so it is not a saved model.",
-                    "point at the folder written by save_pretrained (it holds config.json and the weights).",
-                )
-            cfg.model.name = str(p)
-
-    tmpl = cfg.chat_template
-    if tmpl != "model" and not tmpl.startswith(("trl:", "tunepack:")):
-        p = absolute(tmpl)
-        if not p.is_file():
-            raise ConfigError(
-                f"chat_template file '{tmpl}' does not exist (looked at {p}).",
-                "give the path of a .jinja file, 'model', a TRL training template such as trl:qwen3, or one of "
-                "tunepack's such as tunepack:gemma4_v5.",
-            )
-        cfg.chat_template = str(p)
-
+        cfg.model.name = _resolve_model_name(cfg.model.name, base)
+    cfg.chat_template = _resolve_chat_template(cfg.chat_template, base)
     if cfg.output.adapter_dir:
-        cfg.output.adapter_dir = str(absolute(cfg.output.adapter_dir))
-    cfg.eval.tasks = [t if t in ("humaneval", "mbpp") else str(_existing(absolute(t), f"eval.tasks '{t}'"))
-                      for t in cfg.eval.tasks]
-    if cfg.eval.mbpp_source != "hub":
-        cfg.eval.mbpp_source = str(_existing(absolute(cfg.eval.mbpp_source), f"eval.mbpp_source '{cfg.eval.mbpp_source}'"))
+        cfg.output.adapter_dir = str(_absolute(cfg.output.adapter_dir, base))
+    _resolve_eval(cfg, base)
     return cfg
 
 

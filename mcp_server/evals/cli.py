@@ -3,7 +3,8 @@
 Usage:
     tunepack eval run NAME [--version N] [--tasks humaneval mbpp] [--limit 20 | --ids mbpp/89 …] [--mbpp-source F]
                   [--samples 1 --temperature 0] [--sandbox namespaces|unsafe-host|docker]
-                  [--allow-contaminated] [--backend local|hf --flavor a10g-small --timeout 3600]
+                  [--program-timeout 10] [--inference auto|hf|vllm] [--allow-contaminated]
+                  [--backend local|hf --flavor a10g-small --timeout 3600]     (every field of the eval section)
     tunepack eval results NAME [--version N]     |   tunepack eval results --job JOB_ID
     tunepack eval sandbox-check                  # can this machine isolate generated code?
 """
@@ -15,25 +16,29 @@ import sys
 
 
 def add_parser(sub) -> None:
+    from ..cli_options import add_model_options
+    from ..config.schema import EvalSection
+
     p = sub.add_parser("eval", help="evaluate an adapter on HumanEval/MBPP (Inspect + sandbox), read results")
-    p.add_argument("action", choices=["run", "results", "sandbox-check"])
-    p.add_argument("name", nargs="?", help="registry name of the adapter line")
-    p.add_argument("--version", type=int, help="registry version (default the newest)")
-    p.add_argument("--tasks", nargs="+", default=["humaneval"], help="humaneval, mbpp or .jsonl problem files")
-    p.add_argument("--limit", type=int, help="first N problems per task")
-    p.add_argument("--ids", nargs="+", default=[], help="only these problem ids (HumanEval/0, mbpp/89, ...)")
-    p.add_argument("--samples", type=int, default=1)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=512)
-    p.add_argument("--sandbox", default="namespaces", choices=["namespaces", "unsafe-host", "docker"])
-    p.add_argument("--mbpp-source", default="hub", help="'hub' or a path to mbpp.jsonl")
-    p.add_argument("--allow-contaminated", action="store_true", help="show contaminated scores (labelled)")
-    p.add_argument("--backend", default="local", choices=["local", "hf"])
-    p.add_argument("--flavor")
-    p.add_argument("--timeout", type=int)
-    p.add_argument("--job", help="(results) an eval job id")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=run)
+    actions = p.add_subparsers(dest="action", required=True)
+    r = actions.add_parser("run", help="evaluate base and base + adapter of a registry version as a job")
+    r.add_argument("name", help="registry name of the adapter line")
+    r.add_argument("--version", type=int, help="registry version (default the newest)")
+    # the eval section's fields, as the eval_start tool takes them (the job's own --backend/--timeout stay the job's)
+    add_model_options(r, EvalSection, rename={"timeout_s": "program-timeout", "backend": "inference"})
+    r.add_argument("--backend", default="local", choices=["local", "hf"], help="where the eval job runs")
+    r.add_argument("--flavor", help="HF Jobs hardware flavor (--backend hf)")
+    r.add_argument("--timeout", type=int, help="kill the eval job after this many seconds")
+    r.add_argument("--json", action="store_true", help="print JSON")
+    r.set_defaults(func=run_eval)
+    s = actions.add_parser("results", help="the recorded results of a registry version or an eval job")
+    s.add_argument("name", nargs="?", help="registry name of the adapter line")
+    s.add_argument("--version", type=int, help="registry version (default the newest)")
+    s.add_argument("--job", help="an eval job id")
+    s.add_argument("--json", action="store_true", help="print JSON")
+    s.set_defaults(func=run_results)
+    c = actions.add_parser("sandbox-check", help="can this machine isolate generated code?")
+    c.set_defaults(func=run_sandbox_check)
 
 
 def _show(summary: dict, as_json: bool) -> None:
@@ -45,37 +50,40 @@ def _show(summary: dict, as_json: bool) -> None:
     print(summary["table"])
 
 
-def run(args) -> None:
-    from ..approval import Consent, reconcile
-    from ..config.schema import EvalSection
+def run_sandbox_check(args) -> None:
     from ..errors import EvalError
+    from .kit.sandbox import probe
+
+    ok, reason = probe("namespaces")
+    print(("ok: " if ok else "unavailable: ") + reason)
+    if not ok:
+        raise EvalError(reason, "evaluate with --sandbox unsafe-host knowingly (labelled), or on a Linux "
+                                "machine where root can create namespaces and cgroups.")
+
+
+def run_results(args) -> None:
+    from ..errors import EvalError
+    from . import service
+
+    if not (args.name or args.job):
+        raise EvalError("`tunepack eval results` needs NAME or --job.", "run `tunepack registry list`.")
+    _show(service.eval_results(job_id=args.job, name=args.name, version=args.version), args.json)
+
+
+def run_eval(args) -> None:
+    from ..approval import Consent, reconcile
+    from ..cli_options import model_from_args
+    from ..config.schema import EvalSection
     from ..jobs import failure_error, get_backend
     from . import service
 
-    if args.action == "sandbox-check":
-        from .kit.sandbox import probe
-
-        ok, reason = probe("namespaces")
-        print(("ok: " if ok else "unavailable: ") + reason)
-        if not ok:
-            raise EvalError(reason, "evaluate with --sandbox unsafe-host knowingly (labelled), or on a Linux "
-                                    "machine where root can create namespaces and cgroups.")
-        return
-    if args.action == "results":
-        if not (args.name or args.job):
-            raise EvalError("`tunepack eval results` needs NAME or --job.", "run `tunepack registry list`.")
-        _show(service.eval_results(job_id=args.job, name=args.name, version=args.version), args.json)
-        return
-    if not args.name:
-        raise EvalError("`tunepack eval run` needs the registry NAME of the adapter.", "run `tunepack registry list`.")
-    ev = EvalSection(tasks=args.tasks, limit=args.limit, ids=args.ids, samples=args.samples, temperature=args.temperature,
-                     max_tokens=args.max_tokens, sandbox=args.sandbox, mbpp_source=args.mbpp_source,
-                     allow_contaminated=args.allow_contaminated)
+    ev = model_from_args(EvalSection, args, tasks=["humaneval"])
     backend = get_backend(args.backend)
     # the command is the person's approval; a paid flavor is still charged to the daily budget
     started = service.start_eval(args.name, args.version, ev=ev, backend=backend, flavor=args.flavor,
                                  timeout_s=args.timeout, consent=Consent.keyboard())
     job = started.job
+    assert job is not None, "keyboard consent approves: the job was submitted"
     if started.spend.cost.paid and started.spend.budget:
         b = started.spend.budget
         print(f"tunepack: charged up to ${started.spend.cost.worst_case_usd:.2f} to project '{b.project}' "

@@ -110,6 +110,7 @@ def evaluate(run_dir: str | Path, on_line: Callable[[str], None] | None = None) 
     proc = subprocess.Popen([sys.executable, run["script"], "--output-dir", str(out)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, bufsize=1)
     error, show = None, on_line or (lambda text: print(text, flush=True))
+    assert proc.stdout is not None, "stdout=PIPE"
     for line in proc.stdout:
         show(line.rstrip("\n"))
         marker = parse_line(line)

@@ -9,7 +9,7 @@ Every row is complete and honest: task, metric, n problems (× samples), base sc
 
 from __future__ import annotations
 
-from huggingface_hub import EvalResult, ModelCard
+from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..registry import replace_results
 
@@ -89,10 +89,12 @@ def model_index(results: dict) -> list[EvalResult]:
 def apply_to_card(card_text: str, results: dict, *, name: str) -> str:
     text = replace_results(card_text, results_markdown(results))
     card = ModelCard(text)
+    data = card.data
+    assert isinstance(data, ModelCardData), "a ModelCard's metadata is ModelCardData"
     entries = model_index(results)
     if entries:
-        card.data.model_name = name
-        card.data.eval_results = entries
+        data.model_name = name
+        data.eval_results = entries
     else:
-        card.data.eval_results = None
+        data.eval_results = None
     return str(card)

@@ -9,6 +9,7 @@ and the MCP tools never care where a job runs.
 from __future__ import annotations
 
 import abc
+import builtins
 import time
 from collections.abc import Callable
 from typing import Literal
@@ -94,13 +95,13 @@ class JobBackend(abc.ABC):
     def logs(self, job_id: str, tail: int | None = None) -> str: ...
 
     @abc.abstractmethod
-    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> list[JobInfo]: ...
+    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> builtins.list[JobInfo]: ...
 
     @abc.abstractmethod
     def cancel(self, job_id: str) -> JobInfo: ...
 
     @abc.abstractmethod
-    def hardware(self) -> list[Hardware]: ...
+    def hardware(self) -> builtins.list[Hardware]: ...
 
     def wait(self, job_id: str, timeout_s: float | None = None, poll_s: float = 0.5,
              on_line: Callable[[str], None] | None = None) -> JobInfo:
@@ -134,7 +135,7 @@ def failure_error(info: JobInfo, log_text: str, found: dict[str, list[dict]] | N
     where = f" (job {info.id}; full log: {info.log_path or info.url})"
     if errors:
         last = errors[-1]
-        cls = {"data": DataError, "config": ConfigError}.get(last.get("kind"), JobError)
+        cls = {"data": DataError, "config": ConfigError}.get(last.get("kind", ""), JobError)
         return cls(last.get("problem", "The training script failed.") + where, last.get("fix"))
     tail = "\n".join(log_text.strip().splitlines()[-15:])
     reason = f" ({info.message})" if info.message and info.message != f"exit code {info.exit_code}" else ""

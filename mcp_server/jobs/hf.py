@@ -10,19 +10,21 @@ by name. Jobs are ephemeral: the training script pushes its outputs to the Hub i
 from __future__ import annotations
 
 import base64
-import os
+import builtins
+import re
 import shlex
 import time
 from datetime import datetime
 from pathlib import Path
 
-from .. import hf_auth
+from .. import hf_auth, settings
 from ..errors import JobError
 from .base import Hardware, JobBackend, JobInfo, JobSpec
 
 UV_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm"
 SCRIPT_IN_JOB = "/tmp/tunepack_job.py"
 UNIT_HOURS = {"hour": 1.0, "minute": 60.0, "second": 3600.0}
+JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")  # it goes into the API's URL path
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -75,6 +77,7 @@ class HfBackend(JobBackend):
         if spec.module:
             raise JobError(f"The hf backend runs rendered scripts only; '{spec.module}' is a local tunepack module.",
                            "submit a rendered script (pipeline_render) or run the pipeline with backend 'hf'.")
+        assert spec.script, "JobSpec's validator requires a script when there is no module"
         script = Path(spec.script)
         if not script.is_file():
             raise JobError(f"Script '{script}' does not exist.", "render one first (pipeline_render).")
@@ -82,7 +85,7 @@ class HfBackend(JobBackend):
         for name in spec.secrets:
             if name == "HF_TOKEN":
                 continue
-            value = os.environ.get(name)
+            value = settings.secret(name)
             if not value:
                 raise JobError(f"The job needs the secret {name}, which is not set in the environment.",
                                "export it in the shell that starts tunepack (only its name is passed to tools).")
@@ -97,27 +100,38 @@ class HfBackend(JobBackend):
             name=spec.name, labels=spec.labels or None, namespace=self.namespace))
         return self._info(job)
 
+    @staticmethod
+    def _checked(job_id: str) -> str:
+        if not JOB_ID.fullmatch(job_id or ""):
+            raise JobError(f"'{job_id}' is not an HF Jobs id (letters, digits, '-' and '_' only).",
+                           "use an id from jobs_list(backend='hf') or the one the submitting tool returned; local "
+                           "job ids start with 'local-' and need backend='local'.")
+        return job_id
+
     def status(self, job_id: str) -> JobInfo:
+        job_id = self._checked(job_id)
         return self._info(self._call("Reading the job", lambda: self.api.inspect_job(
             job_id=job_id, namespace=self.namespace), job_id=job_id))
 
     def logs(self, job_id: str, tail: int | None = None) -> str:
+        job_id = self._checked(job_id)
         lines = self._call("Reading the job logs", lambda: list(self.api.fetch_job_logs(
             job_id=job_id, namespace=self.namespace, follow=False, tail=tail)), job_id=job_id)
         return "\n".join(lines)
 
-    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> list[JobInfo]:
+    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> builtins.list[JobInfo]:
         jobs = self._call("Listing jobs", lambda: list(self.api.list_jobs(
             namespace=self.namespace, labels=labels or None, status=stage)))
         infos = [self._info(j) for j in jobs]
         return sorted(infos, key=lambda i: i.created_at, reverse=True)
 
     def cancel(self, job_id: str) -> JobInfo:
+        job_id = self._checked(job_id)
         self._call("Canceling the job", lambda: self.api.cancel_job(job_id=job_id, namespace=self.namespace),
                    job_id=job_id)
         return self.status(job_id)
 
-    def hardware(self) -> list[Hardware]:
+    def hardware(self) -> builtins.list[Hardware]:
         items = self._call("Listing hardware", lambda: self.api.list_jobs_hardware())
         out = []
         for hw in items:

@@ -12,6 +12,7 @@ sets ``OMP_NUM_THREADS``; a job alone gets them all.
 
 from __future__ import annotations
 
+import builtins
 import os
 import secrets as _secrets
 import shutil
@@ -21,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import JobError
+from .. import settings
+from ..errors import JobError, disk_guard
 from ..home import home_dir
 from .base import Hardware, JobBackend, JobInfo, JobSpec
 from .local_runner import pid_alive
@@ -38,8 +40,8 @@ class LocalBackend(JobBackend):
     def __init__(self, root: str | Path | None = None, python: str | None = None, max_concurrent: int | None = None):
         self.root = Path(root) if root else home_dir("jobs")
         self.root.mkdir(parents=True, exist_ok=True)
-        self.python = python or os.environ.get("TUNEPACK_PYTHON") or sys.executable
-        self.max_concurrent = max_concurrent or int(os.environ.get("TUNEPACK_LOCAL_MAX_JOBS", "2"))
+        self.python = python or settings.job_python() or sys.executable
+        self.max_concurrent = max_concurrent or settings.local_max_jobs()
         self.store = JobStore(self.root / "jobs.db")
         self._children: dict[str, subprocess.Popen] = {}
 
@@ -62,43 +64,59 @@ class LocalBackend(JobBackend):
         if spec.flavor not in LOCAL_FLAVORS:
             raise JobError(f"The local backend runs on this machine; '{spec.flavor}' is not a local flavor.",
                            "leave flavor empty (or 'local') for local jobs, or choose the hf backend for GPU flavors.")
-        missing = [name for name in spec.secrets if not os.environ.get(name)]
+        missing = [name for name in spec.secrets if not settings.secret(name)]
         if missing:
             raise JobError(f"The job needs the secret(s) {', '.join(missing)}, which are not set in the environment.",
                            "export them in the shell that starts tunepack (values are never written to job files).")
         job_id = time.strftime("local-%Y%m%d-%H%M%S-") + _secrets.token_hex(3)
         workdir = self.root / job_id
+        try:  # a job is in the store whole (folder, script, log, row) or not at all
+            with disk_guard(f"Submitting the local job '{spec.name}'", self.root):
+                command, log_path = self._stage(spec, workdir)
+                env = {"PYTHONPATH": _package_root_on_path(), **spec.env}
+                self.store.insert(id=job_id, name=spec.name, stage="SCHEDULING", labels=spec.labels, command=command,
+                                  env=env, timeout_s=spec.timeout_s, flavor=spec.flavor or "local",
+                                  created_at=time.time(), workdir=str(workdir), log_path=str(log_path),
+                                  spec=spec.model_dump(mode="json"))
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        runner = subprocess.Popen(
+            [self.python, "-m", "mcp_server.jobs.local_runner", str(self.store.path), job_id, str(self.max_concurrent)],
+            cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, env=settings.environment(PYTHONPATH=_package_root_on_path()),
+        )
+        self._children[job_id] = runner
+        self.store.update(job_id, runner_pid=runner.pid)
+        return self.status(job_id)
+
+    def _stage(self, spec: JobSpec, workdir: Path) -> tuple[list[str], Path]:
+        """The job's folder with its copy of the script and an empty log; returns the command and the log path."""
         workdir.mkdir(parents=True)
         if spec.script:
             script = Path(spec.script)
             if not script.is_file():
-                shutil.rmtree(workdir)
                 raise JobError(f"Script '{script}' does not exist.",
                                "render one first (tool pipeline_render, or `tunepack render CONFIG -o train.py`).")
             shutil.copy2(script, workdir / script.name)
             command = [self.python, str(workdir / script.name), *spec.args]
         else:
+            assert spec.module, "JobSpec's validator requires a script or a module"
             command = [self.python, "-m", spec.module, *spec.args]
-        env = {"PYTHONPATH": _package_root_on_path(), **spec.env}
         log_path = workdir / "output.log"
         log_path.touch()
-        self.store.insert(id=job_id, name=spec.name, stage="SCHEDULING", labels=spec.labels, command=command,
-                          env=env, timeout_s=spec.timeout_s, flavor=spec.flavor or "local", created_at=time.time(),
-                          workdir=str(workdir), log_path=str(log_path), spec=spec.model_dump(mode="json"))
-        runner = subprocess.Popen(
-            [self.python, "-m", "mcp_server.jobs.local_runner", str(self.store.path), job_id, str(self.max_concurrent)],
-            cwd=workdir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, env=dict(os.environ, PYTHONPATH=_package_root_on_path()),
-        )
-        self._children[job_id] = runner
-        self.store.update(job_id, runner_pid=runner.pid)
-        return self.status(job_id)
+        return command, log_path
 
     def status(self, job_id: str) -> JobInfo:
         row = self._row(job_id)
         child = self._children.get(job_id)
         if child is not None:
             child.poll()  # reap our own runner so a finished one is not mistaken for a live process
+        if row["stage"] == "SCHEDULING" and not row["runner_pid"] and time.time() - row["created_at"] > ORPHAN_AFTER_S:
+            self.store.update(job_id, only_if_stage=("SCHEDULING",), stage="ERROR", ended_at=time.time(),
+                              message="the job never started: the process that submitted it stopped before "
+                                      "starting its runner; submit it again")
+            row = self._row(job_id)
         if row["stage"] in ("SCHEDULING", "RUNNING") and row["runner_pid"] and not pid_alive(row["runner_pid"], job_id):
             row = self._row(job_id)  # it may have written its end just now
             if row["stage"] in ("SCHEDULING", "RUNNING"):
@@ -115,7 +133,7 @@ class LocalBackend(JobBackend):
             text = "\n".join(text.splitlines()[-tail:])
         return text
 
-    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> list[JobInfo]:
+    def list(self, labels: dict[str, str] | None = None, stage: str | None = None) -> builtins.list[JobInfo]:
         rows = [r for r in self.store.all() if all(r["labels"].get(k) == v for k, v in (labels or {}).items())]
         infos = [self.status(r["id"]) if r["stage"] in ("SCHEDULING", "RUNNING") else self._info(r) for r in rows]
         return [i for i in infos if stage is None or i.stage == stage]
@@ -134,14 +152,17 @@ class LocalBackend(JobBackend):
             info = self.status(job_id)
         return info
 
-    def hardware(self) -> list[Hardware]:
+    def hardware(self) -> builtins.list[Hardware]:
         return [Hardware(name="local", description=f"this machine: {os.cpu_count()} CPU cores, up to "
                          f"{self.max_concurrent} jobs at once (a CUDA GPU is used when the script finds one)",
                          price_per_hour_usd=0.0)]
 
 
+ORPHAN_AFTER_S = 60  # a submit starts the runner right after recording the job; a minute later it never will
+
+
 def _package_root_on_path() -> str:
     """PYTHONPATH that lets job processes import mcp_server even from a plain clone."""
     root = str(Path(__file__).resolve().parents[2])
-    current = os.environ.get("PYTHONPATH")
+    current = settings.pythonpath()
     return f"{root}{os.pathsep}{current}" if current else root

@@ -16,10 +16,13 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock
 
+from .. import settings
+from ..errors import JobError
 from .store import JobStore
 
 SLOTLESS = ("slot", "none")  # label of jobs that only watch others (a sweep controller): they take no slot
@@ -51,14 +54,25 @@ def pid_alive(pid: int | None, job_id: str | None = None) -> bool:
     return True
 
 
+@dataclass
+class _Stop:
+    """A cancel request (SIGTERM) and the child process it must reach."""
+
+    requested: bool = False
+    child: subprocess.Popen | None = None
+
+
 def run(store_path: str, job_id: str, max_concurrent: int) -> int:
     store = JobStore(store_path)
     job = store.get(job_id)
-    stop = {"requested": False, "child": None}
+    if job is None:
+        raise JobError(f"There is no local job '{job_id}' in {store_path}.",
+                       "start local jobs through LocalBackend.submit, which records the job before its runner.")
+    stop = _Stop()
 
     def on_term(signum, frame):
-        stop["requested"] = True
-        child = stop["child"]
+        stop.requested = True
+        child = stop.child
         if child is not None:
             try:
                 os.killpg(child.pid, signal.SIGTERM)
@@ -68,7 +82,7 @@ def run(store_path: str, job_id: str, max_concurrent: int) -> int:
     signal.signal(signal.SIGTERM, on_term)
     lock = FileLock(str(Path(store_path).with_name("slots.lock")))
     while True:  # SCHEDULING: wait for a free slot
-        if stop["requested"]:
+        if stop.requested:
             store.update(job_id, stage="CANCELED", message="canceled before it started", ended_at=time.time())
             return 0
         with lock:
@@ -80,7 +94,7 @@ def run(store_path: str, job_id: str, max_concurrent: int) -> int:
                 break
         time.sleep(0.5)
 
-    env = dict(os.environ, **job["env"], PYTHONUNBUFFERED="1", TUNEPACK_JOB_ID=job_id)
+    env = settings.environment(**job["env"], PYTHONUNBUFFERED="1", TUNEPACK_JOB_ID=job_id)
     if "OMP_NUM_THREADS" not in job["env"]:  # split the cores between the jobs that run side by side
         sharing = min(max_concurrent, len(busy) + 1 + queued)
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // sharing))
@@ -88,17 +102,18 @@ def run(store_path: str, job_id: str, max_concurrent: int) -> int:
     with open(job["log_path"], "ab", buffering=0) as log:
         child = subprocess.Popen(job["command"], cwd=job["workdir"], env=env, stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        stop["child"] = child
+        stop.child = child
         store.update(job_id, child_pid=child.pid)
-        if stop["requested"]:
+        if stop.requested:
             on_term(signal.SIGTERM, None)
         timeout = job["timeout_s"]
+        message: str | None
         try:
             code = child.wait(timeout=None if timeout is None else max(0.0, timeout - (time.time() - started)))
-            if stop["requested"]:
+            if stop.requested:
                 stage, message = "CANCELED", "canceled"
             else:
-                stage, message = ("COMPLETED", None) if code == 0 else ("ERROR", f"exit code {code}")
+                stage, message = ("COMPLETED", None) if code == 0 else ("ERROR", _exit_message(code))
         except subprocess.TimeoutExpired:
             os.killpg(child.pid, signal.SIGKILL)
             code = child.wait()
@@ -106,6 +121,17 @@ def run(store_path: str, job_id: str, max_concurrent: int) -> int:
             log.write(f"\n[tunepack] job {message}\n".encode())
     store.update(job_id, stage=stage, message=message, exit_code=code, ended_at=time.time())
     return 0
+
+
+def _exit_message(code: int) -> str:
+    """A non-zero end in words: a negative code is the signal that killed the script (-9: SIGKILL, e.g. the
+    out-of-memory killer or kill -9)."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            pass
+    return f"exit code {code}"
 
 
 if __name__ == "__main__":

@@ -10,6 +10,9 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+from ..dbfile import read_connection
+from ..errors import disk_guard
+
 COLUMNS = ("id", "name", "stage", "message", "labels", "command", "env", "timeout_s", "flavor", "created_at",
            "started_at", "ended_at", "exit_code", "runner_pid", "child_pid", "workdir", "log_path", "spec")
 SCHEMA = """CREATE TABLE IF NOT EXISTS jobs (
@@ -24,15 +27,28 @@ class JobStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with closing(self._db()) as db, db:
+        if self.path.is_file():
+            with closing(self._reader()) as db:
+                if {r[1] for r in db.execute("PRAGMA table_info(jobs)")} == set(COLUMNS):
+                    return  # set up already: nothing to write (so a full disk still lets the store be read)
+        with self._writing("Creating the job store"), closing(self._db()) as db, db:
             db.execute("PRAGMA journal_mode=WAL")
             existing = [r[1] for r in db.execute("PRAGMA table_info(jobs)")]
             if existing and set(existing) != set(COLUMNS):  # an older layout: keep it aside, start fresh
                 db.execute(f"ALTER TABLE jobs RENAME TO jobs_old_{int(time.time())}")
             db.execute(SCHEMA)
 
+    def _writing(self, action: str):
+        """A full disk during a write: one DiskFullError, the file as it was (SQLite rolls the write back)."""
+        return disk_guard(action, self.path.parent)
+
     def _db(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=30)
+        db.row_factory = sqlite3.Row
+        return db
+
+    def _reader(self) -> sqlite3.Connection:
+        db = read_connection(self.path, timeout=30)
         db.row_factory = sqlite3.Row
         return db
 
@@ -45,12 +61,12 @@ class JobStore:
 
     def insert(self, **row: object) -> None:
         values = {k: (json.dumps(row[k]) if k in JSON_COLUMNS else row.get(k)) for k in COLUMNS}
-        with closing(self._db()) as db, db:
+        with self._writing("Recording the job"), closing(self._db()) as db, db:
             db.execute(f"INSERT INTO jobs ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})",
                        tuple(values.values()))
 
     def get(self, job_id: str) -> dict | None:
-        with closing(self._db()) as db:
+        with closing(self._reader()) as db:
             row = db.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
         return self._decode(row) if row else None
 
@@ -61,17 +77,13 @@ class JobStore:
         if only_if_stage:
             sql += f" AND stage IN ({', '.join('?' * len(only_if_stage))})"
             args += list(only_if_stage)
-        with closing(self._db()) as db, db:
+        with self._writing(f"Updating job {job_id}"), closing(self._db()) as db, db:
             return db.execute(sql, args).rowcount == 1
 
     def all(self) -> list[dict]:
-        with closing(self._db()) as db:
+        with closing(self._reader()) as db:
             return [self._decode(r) for r in db.execute("SELECT * FROM jobs ORDER BY created_at DESC")]
 
     def running(self) -> list[dict]:
-        with closing(self._db()) as db:
+        with closing(self._reader()) as db:
             return [self._decode(r) for r in db.execute("SELECT * FROM jobs WHERE stage = 'RUNNING'")]
-
-
-def now() -> float:
-    return time.time()

@@ -6,8 +6,7 @@ plateau rule says when to stop. ``Ledger`` is the Python API the MCP tools, the 
 """
 
 from .report import export_tsv, report_markdown
-from .store import (FINISHED, STATUSES, Experiment, Ledger, LedgerError, Plateau, config_hash_of,
-                    direction_for)
+from .store import FINISHED, STATUSES, Experiment, Ledger, LedgerError, Plateau, config_hash_of, direction_for
 
 __all__ = ["FINISHED", "STATUSES", "Experiment", "Ledger", "LedgerError", "Plateau", "config_hash_of",
            "direction_for", "export_tsv", "report_markdown"]

@@ -16,7 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .store import Ledger
+
+Show = Callable[[Any], None]  # prints one experiment, as JSON or as a line
 
 
 def add_parser(sub) -> None:
@@ -98,57 +105,87 @@ def _line(e) -> str:
             f"{'  [do-not-repeat]' if e.do_not_repeat else ''}  {e.worker or ''}  {e.hypothesis}")
 
 
+def _propose(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
+    show(ledger.propose(args.hypothesis, args.variable, args.value, parent=args.parent, expected=args.expected,
+                        config=_load_config(args.config), note=args.note))
+
+
+def _claim(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
+    claimed = ledger.claim(args.worker, args.id)
+    if claimed is None:
+        print(json.dumps(None) if args.json else "nothing to claim: no proposed experiment")
+    else:
+        show(claimed)
+
+
+def _parse_metric(text: str | None) -> tuple[str | None, float | None]:
+    """(name, value) of a --metric NAME=NUMBER, (None, None) without one."""
+    if not text:
+        return None, None
+    from .store import LedgerError
+
+    name, sep, raw = text.rpartition("=")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = None
+    if not sep or not name or value is None:
+        raise LedgerError(f"--metric '{text}' is not NAME=NUMBER.", "e.g. --metric eval_loss=1.23")
+    return name, value
+
+
+def _record(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
+    name, value = _parse_metric(args.metric)
+    show(ledger.record(args.id, args.status, metric_value=value, metric_name=name, job_id=args.job,
+                       note=args.note, do_not_repeat=args.dnr))
+    if not args.json:
+        print(ledger.plateau(args.k, args.direction).reason)
+
+
+def _list(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
+    rows = ledger.list(status=args.status, variable=args.variable, worker=args.worker)
+    if args.json:
+        print(json.dumps([e.model_dump() for e in rows], indent=2))
+    else:
+        print("\n".join(_line(e) for e in rows) or f"no experiments in project '{args.project}'")
+
+
+def _best(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
+    best = ledger.best(direction=args.direction)
+    if best is None:
+        print(json.dumps(None) if args.json else "no finished experiment with a metric yet")
+    else:
+        show(best)
+
+
+def _plateau(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
+    verdict = ledger.plateau(args.k, args.direction)
+    print(json.dumps(verdict.model_dump(), indent=2) if args.json else
+          f"should_stop: {str(verdict.should_stop).lower()} — {verdict.reason}")
+
+
+def _export(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
+    text = ledger.export_tsv() if args.format == "tsv" else ledger.report_markdown(args.k, args.direction)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}")
+    else:
+        print(text, end="")
+
+
+# Each action but `projects` (which needs no ledger): helper(ledger, args, show).
+ACTIONS: dict[str, Callable[..., None]] = {
+    "propose": _propose, "claim": _claim, "record": _record, "list": _list, "best": _best,
+    "plateau": _plateau, "export": _export,
+}
+
+
 def run(args) -> None:
-    from .store import Ledger, LedgerError
+    from .store import Ledger
 
     if args.action == "projects":
         print("\n".join(Ledger.projects()))
         return
     ledger = Ledger(args.project)
     show = (lambda obj: print(json.dumps(obj.model_dump(), indent=2))) if args.json else (lambda e: print(_line(e)))
-    if args.action == "propose":
-        show(ledger.propose(args.hypothesis, args.variable, args.value, parent=args.parent, expected=args.expected,
-                            config=_load_config(args.config), note=args.note))
-    elif args.action == "claim":
-        claimed = ledger.claim(args.worker, args.id)
-        if claimed is None:
-            print(json.dumps(None) if args.json else "nothing to claim: no proposed experiment")
-        else:
-            show(claimed)
-    elif args.action == "record":
-        name, value = None, None
-        if args.metric:
-            name, sep, raw = args.metric.rpartition("=")
-            try:
-                value = float(raw)
-            except ValueError:
-                value = None
-            if not sep or not name or value is None:
-                raise LedgerError(f"--metric '{args.metric}' is not NAME=NUMBER.", "e.g. --metric eval_loss=1.23")
-        show(ledger.record(args.id, args.status, metric_value=value, metric_name=name, job_id=args.job,
-                           note=args.note, do_not_repeat=args.dnr))
-        if not args.json:
-            print(ledger.plateau(args.k, args.direction).reason)
-    elif args.action == "list":
-        rows = ledger.list(status=args.status, variable=args.variable, worker=args.worker)
-        if args.json:
-            print(json.dumps([e.model_dump() for e in rows], indent=2))
-        else:
-            print("\n".join(_line(e) for e in rows) or f"no experiments in project '{args.project}'")
-    elif args.action == "best":
-        best = ledger.best(direction=args.direction)
-        if best is None:
-            print(json.dumps(None) if args.json else "no finished experiment with a metric yet")
-        else:
-            show(best)
-    elif args.action == "plateau":
-        verdict = ledger.plateau(args.k, args.direction)
-        print(json.dumps(verdict.model_dump(), indent=2) if args.json else
-              f"should_stop: {str(verdict.should_stop).lower()} — {verdict.reason}")
-    else:
-        text = ledger.export_tsv() if args.format == "tsv" else ledger.report_markdown(args.k, args.direction)
-        if args.output:
-            Path(args.output).write_text(text, encoding="utf-8")
-            print(f"wrote {args.output}")
-        else:
-            print(text, end="")
+    ACTIONS[args.action](ledger, args, show)

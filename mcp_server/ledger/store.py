@@ -9,25 +9,30 @@ processes.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import re
 import sqlite3
+from collections import Counter
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Iterator, Literal, overload
 
 from pydantic import BaseModel, Field
 
-from ..errors import TunepackError
+from ..dbfile import read_connection
+from ..errors import LedgerError, disk_guard
 from ..home import home_dir
+from ..redact import redact_text
 
 STATUSES = ("proposed", "running", "keep", "discard", "crash")
 FINISHED = ("keep", "discard", "crash")
 Direction = Literal["max", "min"]
 _LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "wer", "cer", "latency", "cost")
-_VARIABLE = re.compile(r"[A-Za-z0-9_.\-\[\]/:@]+")
+_VARIABLE = re.compile(r"[A-Za-z0-9_.\-\[\]/:@]{1,200}")
+MAX_TEXT = 4000  # characters of a hypothesis, value, expectation, note, metric name or job id
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiments (
@@ -55,12 +60,6 @@ CREATE TABLE IF NOT EXISTS experiments (
 );
 CREATE INDEX IF NOT EXISTS experiments_status ON experiments (project, status);
 """
-
-
-class LedgerError(TunepackError):
-    """The ledger refused an operation (unknown experiment, a duplicate, a wrong status change)."""
-
-    kind = "ledger"
 
 
 class Experiment(BaseModel):
@@ -109,6 +108,25 @@ def config_hash_of(config: dict | None = None, *, parent_hash: str | None = None
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+@overload
+def _clean(text: str) -> str: ...
+@overload
+def _clean(text: None) -> None: ...
+@overload
+def _clean(text: str | None) -> str | None: ...
+def _clean(text: str | None) -> str | None:
+    """Text an agent wrote, with any credential pasted into it redacted (the ledger is shared and exported)."""
+    return redact_text(text, Counter()) if text else text
+
+
+def _bounded(**texts: str | None) -> None:
+    for name, text in texts.items():
+        if text is not None and len(text) > MAX_TEXT:
+            raise LedgerError(f"The experiment's {name} is {len(text)} characters long; the ledger keeps at most "
+                              f"{MAX_TEXT}.", f"shorten the {name}: say it in a few sentences and point at files or "
+                              "job logs for the details.")
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -130,15 +148,22 @@ class Ledger:
         self.project = project
         self.path = Path(path) if path else home_dir("ledger") / "ledger.db"
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as db:
+        if self.path.is_file():
+            with self._connect() as db:
+                present = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+            if set(re.findall(r"IF NOT EXISTS (\w+)", SCHEMA)) <= present:
+                return  # set up already: nothing to write (so a full disk still lets the ledger be read)
+        with disk_guard("Opening the ledger", self.path.parent), self._connect(write=True) as db:
             db.execute("PRAGMA journal_mode=WAL")
             db.executescript(SCHEMA)
 
     # --- plumbing -------------------------------------------------------------------------
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+    def _connect(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection; a reader on a disk too full to open the WAL gets a read-only view (``dbfile``)."""
+        connect = sqlite3.connect if write else read_connection
+        db = connect(self.path, timeout=30, isolation_level=None)
         db.row_factory = sqlite3.Row
         db.execute("PRAGMA busy_timeout=30000")
         try:
@@ -149,18 +174,20 @@ class Ledger:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """A write transaction that takes the database's write lock at once (BEGIN IMMEDIATE)."""
-        with self._connect() as db:
+        with disk_guard("Writing the ledger", self.path.parent), self._connect(write=True) as db:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
+                db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
 
     def _row(self, db: sqlite3.Connection, experiment_id: int) -> sqlite3.Row:
+        in_range = -(2**63) <= experiment_id < 2**63  # SQLite's INTEGER; no experiment has an id beyond it
         row = db.execute("SELECT * FROM experiments WHERE id = ? AND project = ?",
-                         (experiment_id, self.project)).fetchone()
+                         (experiment_id, self.project)).fetchone() if in_range else None
         if row is None:
             raise LedgerError(f"Project '{self.project}' has no experiment #{experiment_id}.",
                               "list them with ledger_list (`tunepack ledger list -p PROJECT`).")
@@ -186,6 +213,8 @@ class Ledger:
                               "name one config key (e.g. training.learning_rate) and split multi-variable changes "
                               "into separate experiments.")
         text = None if value is None else (value if isinstance(value, str) else json.dumps(value))
+        _bounded(hypothesis=hypothesis, value=text, expected=expected, note=note)
+        hypothesis, text, expected, note = _clean(hypothesis), _clean(text), _clean(expected), _clean(note)
         with self._write() as db:
             parent_hash = self._row(db, parent)["config_hash"] if parent is not None else None
             digest = config_hash_of(config, parent_hash=parent_hash, variable=variable, value=text)
@@ -235,6 +264,7 @@ class Ledger:
         if status not in ("running", *FINISHED):
             raise LedgerError(f"'{status}' is not a status to record.", "use running (to attach a job id), "
                               "keep, discard or crash.")
+        _bounded(note=note, metric_name=metric_name, job_id=job_id)
         with self._write() as db:
             row = self._row(db, experiment_id)
             if row["status"] == "proposed":
@@ -261,7 +291,7 @@ class Ledger:
                 dnr = bool(row["do_not_repeat"])
             else:  # a discarded idea is not tried again; a crash may be, once its cause is fixed
                 dnr = status == "discard"
-            notes = "; ".join(n for n in (row["note"], note) if n) or None
+            notes = "; ".join(n for n in (row["note"], _clean(note)) if n) or None
             finishing = status in FINISHED
             seq = (db.execute("SELECT COALESCE(MAX(finished_seq), 0) + 1 FROM experiments").fetchone()[0]
                    if finishing and row["finished_seq"] is None else row["finished_seq"])
@@ -289,7 +319,7 @@ class Ledger:
             return self._model(self._row(db, experiment_id))
 
     def list(self, status: str | None = None, variable: str | None = None, worker: str | None = None,
-             limit: int | None = None) -> list[Experiment]:
+             limit: int | None = None) -> builtins.list[Experiment]:
         """Experiments oldest first, optionally filtered; ``limit`` keeps the newest N."""
         if status is not None and status not in STATUSES:
             raise LedgerError(f"'{status}' is not a status.", f"use one of {', '.join(STATUSES)}.")
@@ -302,7 +332,7 @@ class Ledger:
             rows = [self._model(r) for r in db.execute(sql + " ORDER BY id", args).fetchall()]
         return rows[-limit:] if limit else rows
 
-    def finished(self) -> list[Experiment]:
+    def finished(self) -> builtins.list[Experiment]:
         """Finished experiments in the order they finished."""
         with self._connect() as db:
             rows = db.execute("SELECT * FROM experiments WHERE project = ? AND finished_seq IS NOT NULL "
@@ -355,7 +385,7 @@ class Ledger:
                        since_best=since, finished=len(done))
 
     def blocked(self, variable: str | None = None, value: object = None,
-                config_hash: str | None = None) -> list[Experiment]:
+                config_hash: str | None = None) -> builtins.list[Experiment]:
         """Do-not-repeat experiments, optionally only those matching a variable (and value) or a config hash."""
         text = None if value is None else (value if isinstance(value, str) else json.dumps(value))
         return [e for e in self.list() if e.do_not_repeat
@@ -374,7 +404,7 @@ class Ledger:
         return report_markdown(self, k=k, direction=direction)
 
     @classmethod
-    def projects(cls, path: str | Path | None = None) -> list[str]:
+    def projects(cls, path: str | Path | None = None) -> builtins.list[str]:
         db_path = Path(path) if path else home_dir("ledger") / "ledger.db"
         if not db_path.is_file():
             return []

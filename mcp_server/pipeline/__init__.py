@@ -8,8 +8,17 @@ files the starter hands to a job.
 """
 
 from .preflight import Check, PreflightReport, preflight, smoke_config
-from .run import (RunResult, StartedRun, data_size, precheck_data, remote_timeout, result_of, run_pipeline,
-                  start_pipeline, submit_script)
+from .run import (
+                  RunResult,
+                  StartedRun,
+                  data_size,
+                  precheck_data,
+                  remote_timeout,
+                  result_of,
+                  run_pipeline,
+                  start_pipeline,
+                  submit_script,
+)
 from .settle import settle
 
 __all__ = ["Check", "PreflightReport", "RunResult", "StartedRun", "data_size", "precheck_data", "preflight",

@@ -88,53 +88,58 @@ def remote_checks(cfg: TrainConfig, backend: str) -> list[Check]:
     return out
 
 
-def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
-              timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
-    checks: list[Check] = []
+RETRY = "fix the failed check and run preflight again"
 
-    def failed(name: str, exc: TunepackError) -> PreflightReport:
-        checks.append(Check(name=name, status="fail", detail=exc.problem, fix=exc.fix))
-        return PreflightReport(ok=False, checks=checks, next_step="fix the failed check and run preflight again")
 
+def _fail(name: str, exc: TunepackError) -> Check:
+    return Check(name=name, status="fail", detail=exc.problem, fix=exc.fix)
+
+
+def _model_check(cfg: TrainConfig) -> Check:
+    if cfg.model.is_tiny:
+        return Check(name="model", status="pass", detail=f"{cfg.model.name}: built from the data on first use")
+    if Path(cfg.model.name).is_dir():
+        return Check(name="model", status="pass", detail=f"local model folder {cfg.model.name}")
+    return Check(name="model", status="pending",
+                 detail=f"Hub id {cfg.model.name}: the mask-check job loads its tokenizer from the Hub")
+
+
+def _load_checked(config_path: str | Path, checks: list[Check]) -> TrainConfig | None:
+    """The config with its data converted and pre-checked; None (and a failed check) when either fails."""
     try:
         cfg = load_config(config_path)
     except TunepackError as exc:
-        return failed("config", exc)
+        checks.append(_fail("config", exc))
+        return None
     checks.append(Check(name="config", status="pass", detail=f"valid; run name base '{cfg.run_name}'"))
-
     try:
         cfg = training_config(cfg)  # data.format traces: every check below sees the converted chat rows
         rows = precheck_data(cfg)
     except TunepackError as exc:
-        return failed("data", exc)
+        checks.append(_fail("data", exc))
+        return None
     checks.append(Check(name="data", status="pass" if rows else "pending",
                         detail=f"{rows} rows, each with an assistant turn" if rows else
                         f"Hub dataset {cfg.data.hub_id}: read and checked inside the job"))
+    checks.append(_model_check(cfg))
+    return cfg
 
-    if cfg.model.is_tiny:
-        checks.append(Check(name="model", status="pass", detail=f"{cfg.model.name}: built from the data on first use"))
-    elif Path(cfg.model.name).is_dir():
-        checks.append(Check(name="model", status="pass", detail=f"local model folder {cfg.model.name}"))
-    else:
-        checks.append(Check(name="model", status="pending",
-                            detail=f"Hub id {cfg.model.name}: the mask-check job loads its tokenizer from the Hub"))
 
+def _quote(backend: str, flavor: str | None, timeout_s: int | None, checks: list[Check]) -> CostEstimate | None:
     try:
         cost = estimate(backend, flavor, timeout_s)
     except TunepackError as exc:
-        return failed("cost", exc)
+        checks.append(_fail("cost", exc))
+        return None
     checks.append(Check(name="cost", status="pass",
                         detail=f"{cost.flavor} at ${cost.price_per_hour_usd:.2f}/h: worst case ${cost.worst_case_usd:.2f}"
                                + (" (needs human approval)" if cost.needs_approval else "")))
-    if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
-        checks.extend(remote_checks(cfg, backend))
-        if any(c.status == "fail" for c in checks):
-            return PreflightReport(ok=False, checks=checks, cost=cost,
-                                   next_step="fix the failed check and run preflight again")
+    return cost
 
-    if not smoke:
-        return PreflightReport(ok=True, checks=checks, cost=cost, next_step="run the pipeline (pipeline_run)")
 
+def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
+    """Render the mask check (and, for local data, the smoke run on the family's replica) and start them as
+    one local job."""
     run_name = f"preflight-{run_name_for(cfg)}"
     run_dir = home_dir("runs", run_name)
     check_script = write_script(cfg, run_dir / "check.py", run_name=run_name,
@@ -154,5 +159,24 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
         labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight", "config_hash": config_hash(cfg)}))
     checks.append(Check(name="mask_and_smoke", status="pending",
                         detail=f"job {job.id}: mask check with the real tokenizer, then {SMOKE_STEPS} smoke steps"))
+    return job
+
+
+def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
+              timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
+    """Be sure before spending: config, data, model reference, the cost quote and (for remote runs or Hub
+    outputs) the token's permissions; then the mask-check + smoke job."""
+    checks: list[Check] = []
+    cfg = _load_checked(config_path, checks)
+    cost = _quote(backend, flavor, timeout_s, checks) if cfg else None
+    if cfg is None or cost is None:
+        return PreflightReport(ok=False, checks=checks, next_step=RETRY)
+    if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
+        checks.extend(remote_checks(cfg, backend))
+        if any(c.status == "fail" for c in checks):
+            return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
+    if not smoke:
+        return PreflightReport(ok=True, checks=checks, cost=cost, next_step="run the pipeline (pipeline_run)")
+    job = _start_smoke(cfg, checks)
     return PreflightReport(ok=True, checks=checks, cost=cost, smoke_job=job,
                            next_step=f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail")

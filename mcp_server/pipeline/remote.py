@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
-
 from pathlib import Path
+
+from filelock import FileLock
 
 from ..config import TrainConfig
 from ..errors import ConfigError, JobError
@@ -84,26 +86,37 @@ def finish_remote(backend: JobBackend, job_id: str) -> dict | None:
     if info.stage != "COMPLETED" or info.labels.get("stage") != "train":
         return None
     marker = home_dir("runs", info.labels.get("run", job_id)) / f"finished-{job_id}.json"
-    if marker.is_file():
-        return json.loads(marker.read_text())
+    with FileLock(str(marker) + ".lock", timeout=120):  # once, whoever looks (the server, a sweep controller)
+        if marker.is_file():
+            return json.loads(marker.read_text())
+        result = _record_remote_run(backend, info, job_id)
+        tmp = marker.with_suffix(".tmp")
+        tmp.write_text(json.dumps(result, indent=2))
+        os.replace(tmp, marker)  # a process killed mid-write leaves no half marker
+    return result
+
+
+def _record_remote_run(backend: JobBackend, info, job_id: str) -> dict:
+    """Record a finished remote run in the registry (reusing the version a killed earlier attempt recorded) and
+    push its card."""
     found = markers.parse(backend.logs(job_id))
     done = [d for d in found.get("DONE", []) if d.get("hub_repo")]
     if not done:
         raise JobError(f"Job {job_id} completed but printed no TUNEPACK_DONE line with a Hub repo.",
                        "read its logs (jobs_logs); the adapter may not have been pushed.")
-    done = done[-1]
-    manifest, run = done["manifest"], info.labels.get("run", info.name)
+    last = done[-1]
+    manifest, run = last["manifest"], info.labels.get("run", info.name)
     project = manifest["config"]["tracking"]["project"]
     summary = summarize(project, run, points_from_metric_lines(found.get("METRIC", [])))
     name = TrainConfig.model_validate(manifest["config"]).registry_name
-    entry = LocalRegistry().record_remote(
-        name, manifest=manifest, hub_repo=done["hub_repo"], hub_commit=done["hub_commit"], run_name=run, job_id=job_id,
+    registry = LocalRegistry()
+    entry = next((v for v in registry.list(name) if v.job_id == job_id), None) or registry.record_remote(
+        name, manifest=manifest, hub_repo=last["hub_repo"], hub_commit=last["hub_commit"], run_name=run, job_id=job_id,
         card=lambda version: render_card(manifest, summary, name=name, version=version))
     card = Path(entry.card_path).read_text(encoding="utf-8")
-    card_commit = push_card(done["hub_repo"], hub_card(card, manifest, name))
+    card_commit = push_card(last["hub_repo"], hub_card(card, manifest, name))
     result = {"run_name": run, "registry_name": entry.name, "registry_version": entry.version,
-              "adapter_path": entry.path, "card_path": entry.card_path, "hub_repo": done["hub_repo"],
-              "hub_commit": done["hub_commit"], "card_commit": card_commit, "steps": done["steps"],
-              "first_loss": done["first_loss"], "last_loss": done["last_loss"], "finished_at": time.time()}
-    marker.write_text(json.dumps(result, indent=2))
+              "adapter_path": entry.path, "card_path": entry.card_path, "hub_repo": last["hub_repo"],
+              "hub_commit": last["hub_commit"], "card_commit": card_commit, "steps": last["steps"],
+              "first_loss": last["first_loss"], "last_loss": last["last_loss"], "finished_at": time.time()}
     return result

@@ -169,8 +169,9 @@ def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, fla
                        labels={**labels, "output_repo": push["repo_id"]})
         return _Submitted(run_name, str(run_dir), str(script), backend.submit(spec))
     model_path = str(tiny_model_path(cfg)) if cfg.model.is_tiny else None
-    default_output = not cfg.output.adapter_dir
-    output_dir = run_dir / "adapter" if default_output else Path(cfg.output.adapter_dir)
+    adapter_dir = cfg.output.adapter_dir
+    default_output = not adapter_dir
+    output_dir = Path(adapter_dir) if adapter_dir else run_dir / "adapter"
     if default_output:
         shutil.rmtree(output_dir, ignore_errors=True)  # a reused run name starts from a clean folder
     script = write_script(cfg, run_dir / "train.py", model_path=model_path, run_name=run_name)

@@ -54,7 +54,9 @@ def hub_card(body_markdown: str, manifest: dict, name: str, eval_results: list[d
     results = [EvalResult(task_type="text-generation", dataset_type=r["dataset_type"], dataset_name=r["dataset_name"],
                           metric_type=r["metric_type"], metric_value=r["metric_value"]) for r in eval_results or []]
     if not results and body_markdown.startswith("---\n"):  # keep the model-index the eval step wrote locally
-        results = ModelCard(body_markdown).data.eval_results or []
+        card_data = ModelCard(body_markdown).data  # a ModelCardData at runtime; typed as its base CardData
+        if isinstance(card_data, ModelCardData):
+            results = card_data.eval_results or []
     data = ModelCardData(base_model=base if HUB_ID.match(base) else None, datasets=[dataset] if dataset else None,
                          library_name="peft", tags=HUB_TAGS, model_name=name, eval_results=results or None)
     body = re.sub(r"^---\n.*?\n---\n", "", body_markdown, count=1, flags=re.S)
@@ -93,11 +95,6 @@ def publish(entry: AdapterVersion, repo_id: str, *, private: bool = True,
     if previous and previous["content"] == content:
         return HubPush(**{k: v for k, v in previous.items() if k != "content"}, reused=True)
 
-    api = hf_auth.api()
-    try:
-        repo_url = str(api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model"))
-    except Exception as exc:
-        raise hf_auth.http_error(exc, action="Creating the repo", repo_id=repo_id) from None
     manifest_path = folder / "tunepack_manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     card = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
@@ -107,19 +104,33 @@ def publish(entry: AdapterVersion, repo_id: str, *, private: bool = True,
             if item.name not in SKIP and not item.name.startswith("."):
                 (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
         (staging / "README.md").write_text(hub_card(card, manifest, entry.name, eval_results), encoding="utf-8")
-        files = sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file())
-        try:
-            commit = api.upload_folder(repo_id=repo_id, folder_path=str(staging), repo_type="model",
-                                       commit_message=f"tunepack: {entry.name} v{entry.version}")
-        except Exception as exc:
-            raise hf_auth.http_error(exc, action="Uploading the adapter", repo_id=repo_id) from None
+        result = push_folder(staging, repo_id, private=private, what="the adapter",
+                             message=f"tunepack: {entry.name} v{entry.version}")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    result = HubPush(repo_id=repo_id, url=repo_url, commit=commit.oid, commit_url=commit.commit_url,
-                     private=private, files=files)
     records[repo_id] = {**result.model_dump(exclude={"reused"}), "content": content}
     record_path.write_text(json.dumps(records, indent=2))
     return result
+
+
+def push_folder(folder: Path, repo_id: str, *, private: bool, message: str, what: str) -> HubPush:
+    """Create the model repo (private unless told otherwise; an existing one is kept) and upload ``folder`` as
+    one commit. Used for adapters (``publish``) and merged models (``export``)."""
+    if not HUB_ID.match(repo_id):
+        raise hf_auth.HubError(f"'{repo_id}' is not a repo id.", "use namespace/name, e.g. alice/qwen3-agent-sft.")
+    api = hf_auth.api()
+    try:
+        repo_url = str(api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model"))
+    except Exception as exc:
+        raise hf_auth.http_error(exc, action="Creating the repo", repo_id=repo_id) from None
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    try:
+        commit = api.upload_folder(repo_id=repo_id, folder_path=str(folder), repo_type="model",
+                                   commit_message=message)
+    except Exception as exc:
+        raise hf_auth.http_error(exc, action=f"Uploading {what}", repo_id=repo_id) from None
+    return HubPush(repo_id=repo_id, url=repo_url, commit=commit.oid, commit_url=commit.commit_url,
+                   private=private, files=files)
 
 
 def upload_dataset(files: list[str], repo_id: str, *, private: bool = True) -> str:

@@ -3,8 +3,9 @@
 Layout: ``<root>/<name>/v<N>/`` holds the adapter (``adapter_config.json`` +
 ``adapter_model.safetensors``), its tokenizer files, ``tunepack_manifest.json``, the model card
 ``README.md`` and ``registry.json`` (what this registry knows of the version). A push copies into a
-hidden staging folder, then renames it to the next free ``v<N>`` under a file lock: a failed push
-leaves no version behind, and two pushes never get the same number.
+hidden staging folder, then renames it to the next free ``v<N>`` under a file lock: a failed or killed push
+leaves no version behind (the next push removes the staging folders of writers that died), two pushes never
+get the same number, and a full disk is one DiskFullError.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from filelock import FileLock
 from pydantic import BaseModel
 
-from ..errors import RegistryError
+from ..errors import RegistryError, disk_guard
 from ..home import home_dir
 
 REQUIRED = ("adapter_config.json", "adapter_model.safetensors")
@@ -69,8 +70,12 @@ class LocalRegistry:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
             raise RegistryError(f"Registry name '{name}' is not allowed.", "use letters, digits, '.', '-' and '_'.")
         folder = self.root / name
-        folder.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
+        with disk_guard(f"Pushing '{adapter_dir}' to the registry", self.root):
+            return self._push(adapter_dir, name, folder, card, base_model=base_model, run_name=run_name, job_id=job_id)
+
+    def _push(self, adapter_dir: Path, name: str, folder: Path, card: str | Callable[[int], str] | None,
+              **meta: str | None) -> AdapterVersion:
+        staging = _staging(folder)
         try:
             for item in adapter_dir.iterdir():
                 if item.name in SKIP or item.name.startswith("."):
@@ -84,8 +89,7 @@ class LocalRegistry:
                 target = folder / f"v{version}"
                 if target.exists():  # never overwrite, whatever happened before
                     raise RegistryError(f"Registry version {target} already exists.", "push again; a new number is taken.")
-                entry = AdapterVersion(name=name, version=version, path=str(target), created_at=time.time(),
-                                       base_model=base_model, run_name=run_name, job_id=job_id,
+                entry = AdapterVersion(name=name, version=version, path=str(target), created_at=time.time(), **meta,
                                        files=sorted(p.name for p in staging.iterdir()) + ["registry.json"])
                 (staging / "registry.json").write_text(entry.model_dump_json(indent=2), encoding="utf-8")
                 os.rename(staging, target)
@@ -98,21 +102,21 @@ class LocalRegistry:
                       job_id: str | None = None) -> AdapterVersion:
         """A version whose weights live in a Hub repo (a remote job pushed them): card + manifest here."""
         folder = self.root / name
-        folder.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=folder))
-        try:
-            (staging / "tunepack_manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-            with FileLock(str(folder / ".lock"), timeout=60):
-                version = (self._versions(name) or [0])[-1] + 1
-                (staging / "README.md").write_text(card(version), encoding="utf-8")
-                entry = AdapterVersion(name=name, version=version, path=str(folder / f"v{version}"),
-                                       created_at=time.time(), base_model=manifest["config"]["model"]["name"],
-                                       run_name=run_name, job_id=job_id, hub_repo=hub_repo, hub_commit=hub_commit,
-                                       files=["README.md", "registry.json", "tunepack_manifest.json"])
-                (staging / "registry.json").write_text(entry.model_dump_json(indent=2), encoding="utf-8")
-                os.rename(staging, entry.path)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        with disk_guard(f"Recording the Hub adapter {hub_repo} in the registry", self.root):
+            staging = _staging(folder)
+            try:
+                (staging / "tunepack_manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+                with FileLock(str(folder / ".lock"), timeout=60):
+                    version = (self._versions(name) or [0])[-1] + 1
+                    (staging / "README.md").write_text(card(version), encoding="utf-8")
+                    entry = AdapterVersion(name=name, version=version, path=str(folder / f"v{version}"),
+                                           created_at=time.time(), base_model=manifest["config"]["model"]["name"],
+                                           run_name=run_name, job_id=job_id, hub_repo=hub_repo, hub_commit=hub_commit,
+                                           files=["README.md", "registry.json", "tunepack_manifest.json"])
+                    (staging / "registry.json").write_text(entry.model_dump_json(indent=2), encoding="utf-8")
+                    os.rename(staging, entry.path)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
         return entry
 
     def list(self, name: str | None = None) -> list[AdapterVersion]:
@@ -162,6 +166,26 @@ class LocalRegistry:
     def eval_results(self, entry: AdapterVersion) -> dict | None:
         path = Path(entry.path) / "eval_results.json"
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _staging(folder: Path) -> Path:
+    """A fresh hidden staging folder named after this process; those of writers that died (killed mid-copy) go."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob(".staging-*"):
+        pid = stale.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f".staging-{os.getpid()}-", dir=folder))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read_manifest(adapter_dir: str | Path) -> dict:

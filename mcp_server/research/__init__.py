@@ -4,8 +4,20 @@ Read-only and token-optional: public listings work anonymously; a saved login or
 sent when present (gated or private repos). ``HF_ENDPOINT`` moves the Hub, as everywhere in tunepack.
 """
 
-from .hub import (DatasetHit, DatasetSearch, ModelHit, ModelSearch, PaperDetail, PaperHit, PaperSearch,
-                  ResearchError, paper, search_datasets, search_models, search_papers)
+from .hub import (
+                  DatasetHit,
+                  DatasetSearch,
+                  ModelHit,
+                  ModelSearch,
+                  PaperDetail,
+                  PaperHit,
+                  PaperSearch,
+                  ResearchError,
+                  paper,
+                  search_datasets,
+                  search_models,
+                  search_papers,
+)
 
 __all__ = ["DatasetHit", "DatasetSearch", "ModelHit", "ModelSearch", "PaperDetail", "PaperHit", "PaperSearch",
            "ResearchError", "paper", "search_datasets", "search_models", "search_papers"]

@@ -12,6 +12,10 @@ Usage:
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 SORTS = ["downloads", "likes", "trending_score", "created_at", "last_modified"]
 
@@ -46,23 +50,30 @@ def _num(n: int | None) -> str:
 def run(args) -> None:
     from . import paper, search_datasets, search_models, search_papers
 
+    result: BaseModel
     if args.action == "models":
-        result = search_models(args.query, filters=args.filter, author=args.author, pipeline_tag=args.task,
+        models = search_models(args.query, filters=args.filter, author=args.author, pipeline_tag=args.task,
                                sort=args.sort, limit=args.limit)
         lines = [f"{m.id}  ↓{_num(m.downloads)} ♥{_num(m.likes)}  {m.pipeline_tag or ''}  {m.library or ''}"
-                 for m in result.models]
+                 for m in models.models]
+        result = models
     elif args.action == "datasets":
-        result = search_datasets(args.query, filters=args.filter, author=args.author, sort=args.sort, limit=args.limit)
-        lines = [f"{d.id}  ↓{_num(d.downloads)} ♥{_num(d.likes)}  {d.description or ''}"[:160] for d in result.datasets]
+        datasets = search_datasets(args.query, filters=args.filter, author=args.author, sort=args.sort,
+                                   limit=args.limit)
+        lines = [f"{d.id}  ↓{_num(d.downloads)} ♥{_num(d.likes)}  {d.description or ''}"[:160]
+                 for d in datasets.datasets]
+        result = datasets
     elif args.action == "papers":
-        result = search_papers(args.query, args.limit)
-        lines = [f"{p.id}  {p.published_at or ''}  ▲{_num(p.upvotes)}  {p.title}" for p in result.papers]
+        papers = search_papers(args.query, args.limit)
+        lines = [f"{p.id}  {p.published_at or ''}  ▲{_num(p.upvotes)}  {p.title}" for p in papers.papers]
+        result = papers
     else:
-        result = paper(args.query)
-        lines = [f"{result.id}  {result.title}", f"{result.published_at or ''}  ▲{_num(result.upvotes)}  "
-                 f"{', '.join(result.authors)}", "", result.summary or "", "",
-                 f"code: {result.github_repo or '—'}", f"models: {', '.join(result.linked_models) or '—'}",
-                 f"datasets: {', '.join(result.linked_datasets) or '—'}", result.url]
+        detail = paper(args.query)
+        lines = [f"{detail.id}  {detail.title}", f"{detail.published_at or ''}  ▲{_num(detail.upvotes)}  "
+                 f"{', '.join(detail.authors)}", "", detail.summary or "", "",
+                 f"code: {detail.github_repo or '—'}", f"models: {', '.join(detail.linked_models) or '—'}",
+                 f"datasets: {', '.join(detail.linked_datasets) or '—'}", detail.url]
+        result = detail
     if args.json:
         print(json.dumps(result.model_dump(), indent=2, default=str))
         return

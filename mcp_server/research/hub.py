@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
-from ..errors import TunepackError
+from ..errors import ResearchError, TunepackError
 
 Sort = Literal["downloads", "likes", "trending_score", "created_at", "last_modified"]
 MAX_LIMIT = 50
@@ -21,10 +21,6 @@ MODEL_FIELDS = ["author", "downloads", "likes", "pipeline_tag", "library_name", 
                 "lastModified", "trendingScore"]
 DATASET_FIELDS = ["author", "downloads", "likes", "tags", "createdAt", "lastModified", "trendingScore", "description"]
 _ARXIV = re.compile(r"\d{4}\.\d{4,5}(v\d+)?")
-
-
-class ResearchError(TunepackError):
-    kind = "research"
 
 
 class ModelHit(BaseModel):
@@ -191,7 +187,10 @@ def search_datasets(query: str | None = None, *, filters: list[str] | None = Non
     return DatasetSearch(endpoint=base, query=asked, datasets=hits, note=note)
 
 
-def _paper_hit(p, base: str, cls=PaperHit, **extra) -> PaperHit:
+_Hit = TypeVar("_Hit", bound=PaperHit)
+
+
+def _paper_hit(p, base: str, cls: type[_Hit], **extra) -> _Hit:
     return cls(id=p.id, url=f"{base}/papers/{p.id}", title=_cut(p.title, 300), published_at=_iso(p.published_at),
                upvotes=p.upvotes, summary=_cut(p.summary, 500), keywords=list(p.ai_keywords or [])[:10],
                github_repo=p.github_repo, **extra)
@@ -206,7 +205,7 @@ def search_papers(query: str, limit: int = 10) -> PaperSearch:
     except Exception as exc:
         raise _failed(exc, "Searching papers") from None
     base = _endpoint()
-    hits = [_paper_hit(p, base) for p in items]
+    hits = [_paper_hit(p, base, PaperHit) for p in items]
     note = (f"{len(hits)} papers; research_paper(id) gives authors, links and the models/datasets citing one"
             if hits else "no paper matched: try fewer or other words")
     return PaperSearch(endpoint=base, query=query, papers=hits, note=note)

@@ -6,9 +6,8 @@ Start it with ``tunepack serve`` (stdio) or ``tunepack serve --http`` (streamabl
 load only inside the tools (or jobs) that need them.
 """
 
-from mcp.server import MCPServer
-
 from .. import __version__
+from .boundary import TunepackServer
 
 INSTRUCTIONS = """tunepack post-trains small language models (QLoRA SFT with TRL + PEFT).
 Order of work: skills_list/skills_read (how-to) → data_inspect / viewer_traces → pipeline_validate →
@@ -24,21 +23,33 @@ the Viewer endpoints, Trackio writers, ledger_* and research_* (study roles) liv
 
 def all_tools() -> list:
     """Every tool function, from each room's face module."""
-    from . import (data_tools, eval_tools, job_tools, ledger_tools, pipeline_tools, registry_tools, research_tools,
-                   skill_tools, sweep_tools, traces_tools, tracking_tools, viewer_tools)
+    from . import (
+        data_tools,
+        eval_tools,
+        job_tools,
+        ledger_tools,
+        pipeline_tools,
+        registry_tools,
+        research_tools,
+        skill_tools,
+        sweep_tools,
+        traces_tools,
+        tracking_tools,
+        viewer_tools,
+    )
 
     modules = (pipeline_tools, job_tools, tracking_tools, registry_tools, skill_tools, data_tools, viewer_tools,
                eval_tools, traces_tools, ledger_tools, research_tools, sweep_tools)
     return [tool for module in modules for tool in module.TOOLS]
 
 
-def build_server(toolsets: str | None = "all") -> MCPServer:
+def build_server(toolsets: str | None = "all") -> TunepackServer:
     """The server with the tools of ``toolsets`` (comma-separated names, see harness/toolsets.py; default all)
     and the chat commands as prompts."""
     from ..harness.toolsets import parse, tools_of
     from . import prompts
 
-    server = MCPServer("tunepack", instructions=INSTRUCTIONS, version=__version__)
+    server = TunepackServer("tunepack", instructions=INSTRUCTIONS, version=__version__)
     keep = tools_of(parse(toolsets))
     for tool in all_tools():
         if tool.__name__ in keep:

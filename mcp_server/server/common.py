@@ -4,6 +4,7 @@ approval resolver's outcome into the approval room's ``Consent``."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import inspect
 import logging
@@ -16,7 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
 from ..approval import Consent
-from ..errors import TunepackError
+from ..errors import InputError, TunepackError
 
 log = logging.getLogger("tunepack.server")
 
@@ -55,7 +56,20 @@ def can_elicit(ctx: Context) -> bool:
     return caps is not None and caps.elicitation is not None
 
 
+def _unusable_argument(exc: BaseException) -> TunepackError | None:
+    """The OS refusing an argument itself as a file name (a NUL byte, a name too long): the caller's to fix."""
+    if isinstance(exc, ValueError) and "null byte" in str(exc):
+        reason = "it contains a NUL byte"
+    elif isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        reason = "it is longer than a file name can be"
+    else:
+        return None
+    return InputError(f"An argument cannot be used as a path or name: {reason}.",
+                      "pass a real path or name (no \\x00; each part of a path at most 255 bytes).")
+
+
 def _fail(name: str, exc: BaseException) -> ToolError:
+    exc = _unusable_argument(exc) or exc
     if isinstance(exc, TunepackError):
         return ToolError(" ".join(str(exc).split()))
     log.exception("tool %s crashed", name)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from .. import settings
+from ..config import load_config
 from ..errors import DataError
-from ..jobs import get_backend
+from ..jobs import LocalBackend
 from ..viewer import DatasetReport, inspect_dataset
 from .common import ConfigPath, guarded
 
@@ -47,7 +48,8 @@ def data_mask_preview(config_path: ConfigPath,
                       row: Annotated[int, Field(description="Row index to preview.", ge=0)] = 0) -> MaskPreview:
     """Which tokens of one row SFT would train (⟦…⟧) under the config's tokenizer and chat template,
     and any mask problem."""
-    python = os.environ.get("TUNEPACK_PYTHON") or get_backend("local").python or sys.executable
+    load_config(config_path)  # a config that does not load fails here, not after the preview process imported torch
+    python = settings.job_python() or LocalBackend().python or sys.executable
     try:
         done = subprocess.run([python, "-m", "mcp_server.train.preview", config_path, "--row", str(row)],
                               capture_output=True, text=True, timeout=PREVIEW_TIMEOUT_S)

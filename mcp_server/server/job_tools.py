@@ -9,8 +9,8 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
 from ..approval import Budget, BudgetStatus, reconcile
-from ..errors import JobError, TunepackError
-from ..jobs import CostEstimate, Hardware, JobInfo, JobSpec, estimate, get_backend, hf_flavors
+from ..errors import JobError
+from ..jobs import CostEstimate, Hardware, JobInfo, JobSpec, available_hardware, estimate, get_backend
 from ..jobs.views import JobView, LogsView, describe, read_logs
 from ..pipeline import start_pipeline, submit_script
 from ..pipeline.settle import settle
@@ -54,6 +54,7 @@ def jobs_submit(approval: SpendApproval, placed: PlacedConfig,
         raise placed.error
     consent = consent_from(approval, approval_token)
     if config_path:
+        assert placed.cfg is not None, "place() read the config at config_path (a failure is placed.error)"
         started = start_pipeline(placed.cfg, backend=placed.backend, timeout_s=placed.timeout_s,
                                  flavor=placed.flavor, extra_labels=labels, force=force, consent=consent)
         return spend_result(started.spend, run_name=started.run_name)
@@ -129,12 +130,7 @@ async def jobs_wait(job_id: JobId, ctx: Context, backend: Backend = "local",
 def jobs_hardware(backend: Backend = "hf") -> list[Hardware]:
     """Hardware flavors with their hourly price in USD (live from HF Jobs when a token is available,
     else tunepack's price table)."""
-    if backend == "hf":
-        try:
-            return get_backend("hf").hardware()
-        except TunepackError:
-            return list(hf_flavors())
-    return get_backend(backend).hardware()
+    return available_hardware(backend)
 
 
 @guarded

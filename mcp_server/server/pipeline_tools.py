@@ -12,13 +12,23 @@ from pydantic import BaseModel, Field
 
 from ..approval import Decision, Spend
 from ..config import TrainConfig, load_config
-from ..errors import TunepackError
-from ..jobs import CostEstimate, JobInfo, estimate, get_backend
+from ..errors import ConfigError, TunepackError
+from ..jobs import CostEstimate, JobInfo, estimate
 from ..pipeline import PreflightReport, preflight, start_pipeline
 from ..train.render import config_hash, pins, run_name_for, write_script
 from ..train.tiny_model import tiny_model_path
-from .common import (Approval, ApprovalToken, ConfigPath, Flavor, Force, OptBackend, TimeoutS, can_elicit,
-                     consent_from, guarded)
+from .common import (
+    Approval,
+    ApprovalToken,
+    ConfigPath,
+    Flavor,
+    Force,
+    OptBackend,
+    TimeoutS,
+    can_elicit,
+    consent_from,
+    guarded,
+)
 
 
 class ValidateResult(BaseModel):
@@ -148,6 +158,8 @@ def pipeline_run(config_path: ConfigPath, approval: SpendApproval, placed: Place
     Returns at once with the job id; paid flavors need human approval first."""
     if placed.error:
         raise placed.error
+    if placed.cfg is None:
+        raise ConfigError("config_path is empty.", "pass the path of a tunepack YAML config (e.g. examples/demo.yaml).")
     started = start_pipeline(placed.cfg, backend=placed.backend, timeout_s=placed.timeout_s,
                              flavor=placed.flavor, force=force, consent=consent_from(approval, approval_token))
     return spend_result(started.spend, run_name=started.run_name)

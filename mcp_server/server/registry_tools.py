@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 from mcp.server.elicitation import ElicitationResult
@@ -12,9 +11,9 @@ from pydantic import BaseModel, Field
 
 from ..approval import Decision
 from ..errors import RegistryError
-from ..registry import AdapterVersion, LocalRegistry, read_manifest, render_card
+from ..registry import AdapterVersion, LocalRegistry
 from ..registry.hub import HubPush, publish_approved
-from ..tracking import TrackioStore
+from ..registry.push import push_adapter
 from .common import Approval, ApprovalToken, can_elicit, consent_from, guarded
 
 
@@ -38,16 +37,7 @@ def registry_push(adapter_dir: Annotated[str, Field(description="Folder with ada
                   name: Annotated[str, Field(description="Registry name of the adapter line.")]) -> AdapterVersion:
     """Copy an adapter into the local registry as a new version (never overwrites); writes its model card
     when the folder holds a tunepack manifest."""
-    card = None
-    if (Path(adapter_dir) / "tunepack_manifest.json").is_file():
-        manifest = read_manifest(adapter_dir)
-        tracking = manifest.get("trackio", {})
-        try:
-            summary = TrackioStore(tracking.get("dir")).summary(tracking["project"], tracking["run"])
-        except Exception:
-            summary = None
-        card = lambda version: render_card(manifest, summary, name=name, version=version)  # noqa: E731
-    return LocalRegistry().push(adapter_dir, name, card=card)
+    return push_adapter(adapter_dir, name)
 
 
 @guarded

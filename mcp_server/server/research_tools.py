@@ -4,8 +4,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..research import DatasetSearch, ModelSearch, PaperDetail, PaperSearch, paper, search_datasets, search_models, \
-    search_papers
+from ..research import (
+    DatasetSearch,
+    ModelSearch,
+    PaperDetail,
+    PaperSearch,
+    paper,
+    search_datasets,
+    search_models,
+    search_papers,
+)
 from .common import guarded
 
 Query = Annotated[str | None, Field(description="Words the id/name must contain (empty = no text filter).")]

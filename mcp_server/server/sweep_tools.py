@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
-from typing import Annotated, Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple, TypeVar
 
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
@@ -14,8 +14,18 @@ from mcp_types import CallToolResult, ImageContent, TextContent
 from pydantic import BaseModel, Field
 
 from ..errors import TunepackError
-from ..sweeps import (Selection, SubmitResult, SweepError, SweepPlan, SweepStatusView, cancel_sweep, plan_sweep,
-                      resume_sweep, select_sweep, submit_sweep)
+from ..sweeps import (
+    Selection,
+    SubmitResult,
+    SweepError,
+    SweepPlan,
+    SweepStatusView,
+    cancel_sweep,
+    plan_sweep,
+    resume_sweep,
+    select_sweep,
+    submit_sweep,
+)
 from ..sweeps.plan import build_plan
 from .common import Approval, ApprovalToken, can_elicit, consent_from, guarded
 
@@ -35,10 +45,11 @@ class SweepReport(BaseModel):
 
 
 def _source(spec_path: str | None, spec: dict | None) -> str | dict:
-    if bool(spec_path) == bool(spec):
+    source = spec_path or spec
+    if not source or (spec_path and spec):
         raise SweepError("Give exactly one of spec_path or spec.",
                          "pass spec_path='examples/sweep.yaml', or the spec as a mapping in spec.")
-    return spec_path or spec
+    return source
 
 
 class Built(NamedTuple):
@@ -76,11 +87,11 @@ def _size(model: BaseModel) -> int:
     return len(model.model_dump_json())
 
 
-def _fit_plan(plan: SweepPlan | None) -> SweepPlan | None:
-    if plan is None or _size(plan) <= MAX_RESULT:
+def _fit_plan(plan: SweepPlan) -> SweepPlan:
+    if _size(plan) <= MAX_RESULT:
         return plan
     plan = plan.model_copy(deep=True)
-    hidden = []
+    hidden: list[str] = []
     while len(plan.runs) > 1 and _size(plan) > MAX_RESULT - 200:
         hidden.insert(0, plan.runs.pop().id)
     plan.notes.append(f"{len(hidden)} more runs not shown ({hidden[0]} … {hidden[-1]}); totals cover all of them; "
@@ -88,7 +99,10 @@ def _fit_plan(plan: SweepPlan | None) -> SweepPlan | None:
     return plan
 
 
-def _fit_rows(view: BaseModel, rows: str, note_field: str) -> BaseModel:
+_View = TypeVar("_View", SweepStatusView, Selection)
+
+
+def _fit_rows(view: _View, rows: str, note_field: str) -> _View:
     """Drop the markdown table first, then the last rows, until the result fits."""
     if _size(view) <= MAX_RESULT:
         return view
@@ -129,7 +143,8 @@ def sweep_submit(approval: SweepApproval, planned: Annotated[Built, Resolve(buil
         raise planned.error
     result = submit_sweep(_source(spec_path, spec), consent=consent_from(approval, approval_token),
                           arguments={"spec_path": spec_path, "spec": spec}, built=planned.built)
-    result.plan = _fit_plan(result.plan)
+    if result.plan is not None:
+        result.plan = _fit_plan(result.plan)
     return result
 
 

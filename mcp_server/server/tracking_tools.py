@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from mcp.server.mcpserver.utilities.types import Image
@@ -80,7 +81,7 @@ def tracking_compare(project: Project,
 @guarded
 def tracking_plot(project: Project,
                   runs: Annotated[list[str], Field(description="Up to 8 runs.", min_length=1)],
-                  metrics: Annotated[list[str], Field(description="Up to 4 metrics.")] = ("loss",)) -> Image:
+                  metrics: Annotated[Sequence[str], Field(description="Up to 4 metrics.")] = ("loss",)) -> Image:
     """A PNG of metric curves, one panel per metric, one line per run."""
     return Image(data=curves_png(TrackioStore(), project, runs, list(metrics)), format="png")
 

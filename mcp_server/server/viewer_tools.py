@@ -4,7 +4,6 @@ cut and listed in truncated_cells, and a note says how to see the rest."""
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -12,11 +11,12 @@ from typing import Annotated, Any, Callable, Literal
 
 from pydantic import Field
 
+from .. import settings
+from ..errors import DataError
 from ..viewer import ViewerBackend, open_backend
 from ..viewer.fit import fit_page, fit_statistics, fit_traces
 from ..viewer.responses import RowsResponse, SizeResponse, SplitsResponse, StatisticsResponse
 from ..viewer.traces import TraceView, trace_view
-from ..errors import DataError
 from .common import guarded
 
 Source = Annotated[Literal["local", "hf"], Field(
@@ -77,7 +77,7 @@ def _bounded(dataset: str, fn: Callable[[], Any]) -> Any:
     The first local call on a large dataset writes its Parquet copy and search index, which can take
     longer: the work then goes on in the background and the agent is told to call again. Calls on a
     dataset whose preparation is still running wait for it instead of starting a second one."""
-    budget = float(os.environ.get("TUNEPACK_TOOL_BUDGET_S", "15"))
+    budget = settings.tool_budget_s()
     retry = DataError(f"tunepack is still preparing '{dataset}' (first use of a large dataset: a local Parquet copy "
                       "and a search index are built once, in the background).",
                       "call the same tool again in a minute; later calls take milliseconds.")

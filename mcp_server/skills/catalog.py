@@ -7,21 +7,18 @@ Skills are Agent Skills folders (``SKILL.md`` with YAML frontmatter). They are r
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel
 
-from ..errors import TunepackError
+from .. import settings
+from ..errors import SkillError
 from ..resources import skills_dir
+from .journal import ensure_consistent
 
 MAX_READ = 8000
-
-
-class SkillError(TunepackError):
-    kind = "skill"
 
 
 class SkillInfo(BaseModel):
@@ -34,8 +31,7 @@ class SkillInfo(BaseModel):
 
 
 def skills_root() -> Path:
-    env = os.environ.get("TUNEPACK_SKILLS_DIR")
-    return (Path(env).expanduser() if env else skills_dir()).resolve()
+    return (settings.skills_dir_override() or skills_dir()).resolve()
 
 
 def _frontmatter(text: str) -> tuple[dict, str]:
@@ -52,6 +48,7 @@ def skill_dir(name: str) -> Path:
     if not (folder / "SKILL.md").is_file():
         known = ", ".join(s.name for s in list_skills()) or "none"
         raise SkillError(f"There is no skill '{name}' in {skills_root()} (skills: {known}).", "pick one from skills_list.")
+    ensure_consistent(folder)  # a pitfall writer killed mid-write: finish its change before anyone reads
     return folder
 
 
@@ -59,6 +56,7 @@ def list_skills() -> list[SkillInfo]:
     root = skills_root()
     out = []
     for skill in sorted(p for p in root.glob("*/SKILL.md")) if root.is_dir() else []:
+        ensure_consistent(skill.parent)
         meta, _ = _frontmatter(skill.read_text(encoding="utf-8"))
         extra = meta.get("metadata") or {}
         out.append(SkillInfo(

@@ -2,6 +2,7 @@
 
 Usage:
     tunepack skills list                      # names, versions, where they are read from
+    tunepack skills read NAME [FILE]          # a skill's SKILL.md, or one of its files (references/…)
     tunepack skills check                     # the standard + tunepack's rules, every skill (exit 1 on problems)
     tunepack skills sync                      # rebuild each SKILL.md's Pitfalls list from references/pitfalls.md
     tunepack pitfall add SKILL --symptom "…" --cause "…" --fix "…" [--evidence "job …"] [--source NAME]
@@ -13,12 +14,15 @@ clone's skills/ folder.
 from __future__ import annotations
 
 import json
-import os
+
+from .. import settings
 
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("skills", help="list the skills or check them against the Agent Skills standard")
-    p.add_argument("action", choices=["list", "check", "sync"])
+    p.add_argument("action", choices=["list", "read", "check", "sync"])
+    p.add_argument("name", nargs="?", help="(read) the skill")
+    p.add_argument("file", nargs="?", help="(read) a file of the skill (default SKILL.md)")
     p.add_argument("--skills-dir", help="read skills from here (default: TUNEPACK_SKILLS_DIR, else skills/)")
     p.set_defaults(func=run_skills)
     p = sub.add_parser("pitfall", help="record a pitfall into a skill, or list a skill's pitfalls")
@@ -35,7 +39,7 @@ def add_parsers(sub) -> None:
 
 def _use_dir(args) -> None:
     if args.skills_dir:
-        os.environ["TUNEPACK_SKILLS_DIR"] = args.skills_dir
+        settings.set_skills_dir(args.skills_dir)
 
 
 def run_skills(args) -> None:
@@ -48,6 +52,13 @@ def run_skills(args) -> None:
 
         for s in list_skills():
             print(f"{s.name}: {'updated' if sync_listing(s.name) else 'in sync'}")
+        return
+    if args.action == "read":
+        from . import read_skill
+
+        if not args.name:
+            raise SkillError("`tunepack skills read` needs a skill name.", "run `tunepack skills list`.")
+        print(read_skill(args.name, args.file), end="")
         return
     if args.action == "list":
         for s in list_skills():

@@ -9,27 +9,25 @@ Each skill keeps its entries in ``references/pitfalls.md`` (``## P-007: <symptom
 body stays short however many accumulate; ``CHANGELOG.md`` gets a line per version bump.
 
 An append validates sizes, redacts secrets, returns the existing id for a near-duplicate instead
-of adding a second entry, bumps the skill's patch version, and runs under a file lock with every
-file replaced atomically (a writer killed mid-way leaves valid files; the SKILL.md list is rebuilt
-from pitfalls.md on every write). Entry text is flattened to one line per field and markup that
+of adding a second entry, bumps the skill's patch version, and runs under a file lock; the three files
+change as one (``journal.commit``): a writer killed mid-way leaves either the old files or a journal that
+the next skills call finishes (``journal.recover``), and the SKILL.md list is rebuilt from pitfalls.md on
+every write. Entry text is flattened to one line per field and markup that
 could end a field or start a block (headings, fences, ``---``, HTML comments) is neutralised.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
 import re
-import tempfile
 import time
 from collections import Counter
-from pathlib import Path
 
-from filelock import FileLock
 from pydantic import BaseModel
 
 from ..redact import redact_text
 from .catalog import SkillError, skill_dir
+from .journal import commit, folder_lock, recover
 
 FIELDS = ("symptom", "cause", "fix", "evidence", "date", "source")
 LIMITS = {"symptom": (8, 200), "cause": (8, 1000), "fix": (8, 1000), "evidence": (0, 600), "source": (1, 80)}
@@ -116,19 +114,6 @@ def listing(entries: list[Pitfall]) -> str:
     return "\n".join(lines) + f"\n\n{tail}causes, fixes and evidence: [references/pitfalls.md](references/pitfalls.md)."
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def _bump(version: str) -> str:
     m = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", version.strip())
     if not m:
@@ -190,26 +175,26 @@ def add_pitfall(skill: str, *, symptom: str, cause: str, fix: str, evidence: str
     refs = folder / "references"
     refs.mkdir(exist_ok=True)
     path, skill_md, changelog = refs / "pitfalls.md", folder / "SKILL.md", folder / "CHANGELOG.md"
-    with FileLock(str(folder / ".pitfalls.lock"), timeout=60):
-        for stale in [*folder.glob(".*.tmp"), *refs.glob(".*.tmp")]:  # left by a writer killed mid-write
-            stale.unlink(missing_ok=True)
+    with folder_lock(folder):
+        recover(folder)  # finish what a writer killed mid-write left
         current = path.read_text(encoding="utf-8") if path.is_file() else HEADER.format(name=skill)
         entries = parse(current)
         skill_text = skill_md.read_text(encoding="utf-8")
         for existing in entries:
             if _similar(existing, values["symptom"], values["cause"]):
-                _atomic_write(skill_md, _update_skill(skill_text, entries, None, day))  # repair a stale list
+                commit(folder, {skill_md: _update_skill(skill_text, entries, None, day)})  # repair a stale list
                 return PitfallResult(skill=skill, id=existing.id, added=False, duplicate_of=existing.id,
                                      version=_version(skill_text), pitfalls_path=str(path), skill_path=str(skill_md),
                                      redacted=sum(counts.values()))
         number = max((int(p.id[2:]) for p in entries), default=0) + 1
         entry = Pitfall(id=f"P-{number:03d}", date=day, **values)
-        _atomic_write(path, current.rstrip("\n") + "\n\n" + render_entry(entry))
         entries.append(entry)
         version = _bump(_version(skill_text))
-        _atomic_write(skill_md, _update_skill(skill_text, entries, version, day))
         log = changelog.read_text(encoding="utf-8") if changelog.is_file() else "# Changelog\n"
-        _atomic_write(changelog, _changelog(log, version, f"pitfall {entry.id}: {entry.symptom}", day))
+        commit(folder, {  # the three files change together: a writer killed mid-way is finished by the next call
+            path: current.rstrip("\n") + "\n\n" + render_entry(entry),
+            skill_md: _update_skill(skill_text, entries, version, day),
+            changelog: _changelog(log, version, f"pitfall {entry.id}: {entry.symptom}", day)})
     return PitfallResult(skill=skill, id=entry.id, added=True, version=version, pitfalls_path=str(path),
                          skill_path=str(skill_md), redacted=sum(counts.values()))
 
@@ -217,10 +202,11 @@ def add_pitfall(skill: str, *, symptom: str, cause: str, fix: str, evidence: str
 def sync_listing(skill: str) -> bool:
     """Rebuild SKILL.md's Pitfalls list from references/pitfalls.md (no version bump); True if it changed."""
     folder = skill_dir(skill)
-    with FileLock(str(folder / ".pitfalls.lock"), timeout=60):
+    with folder_lock(folder):
+        recover(folder)
         skill_md = folder / "SKILL.md"
         text = skill_md.read_text(encoding="utf-8")
         new = _update_skill(text, list_pitfalls(skill), None, "")
         if new != text:
-            _atomic_write(skill_md, new)
+            commit(folder, {skill_md: new})
         return new != text

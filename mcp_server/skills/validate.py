@@ -18,6 +18,7 @@ from pathlib import Path
 
 import yaml
 
+from .journal import JOURNAL
 from .pitfalls import END, FIELDS, START, listing, parse
 
 ALLOWED = {"name", "description", "license", "compatibility", "metadata", "allowed-tools"}
@@ -38,6 +39,69 @@ def frontmatter(text: str) -> tuple[dict | None, str]:
     return (data if isinstance(data, dict) else None), m.group(2)
 
 
+def _check_identity(name: str, meta: dict) -> list[str]:
+    """Allowed keys, name, description and license."""
+    out = [f"{name}: frontmatter key '{key}' is not allowed (allowed: {', '.join(sorted(ALLOWED))})"
+           for key in sorted(set(meta) - ALLOWED)]
+    skill_name = meta.get("name")
+    if not isinstance(skill_name, str) or not NAME.match(skill_name) or len(skill_name) > 64:
+        out.append(f"{name}: name '{skill_name}' must be 1-64 chars of a-z, 0-9 and single '-'")
+    elif skill_name != name:
+        out.append(f"{name}: name '{skill_name}' differs from the folder name")
+    desc = meta.get("description")
+    if not isinstance(desc, str) or not 1 <= len(desc) <= 1024:
+        out.append(f"{name}: description must be 1-1024 characters")
+    elif not re.search(r"\buse (it )?(when|after|before|for|to)\b", desc, re.I):
+        out.append(f"{name}: description should say when to use the skill ('Use when …')")
+    if not meta.get("license"):
+        out.append(f"{name}: no license")
+    return out
+
+
+def _check_metadata(name: str, meta: dict) -> tuple[list[str], str]:
+    """Problems with the metadata map, and the skill's version ('' when absent)."""
+    out = []
+    extra = meta.get("metadata")
+    if not isinstance(extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
+        out.append(f"{name}: metadata must be a map of strings (quote versions and dates)")
+        extra = {}
+    version = extra.get("version", "")
+    if not SEMVER.match(version):
+        out.append(f"{name}: metadata.version '{version}' is not semver x.y.z")
+    if not DAY.match(extra.get("updated", "")):
+        out.append(f"{name}: metadata.updated must be YYYY-MM-DD")
+    return out, version
+
+
+def _check_changelog(folder: Path, version: str) -> list[str]:
+    changelog = folder / "CHANGELOG.md"
+    if not changelog.is_file():
+        return [f"{folder.name}: no CHANGELOG.md"]
+    first = re.search(r"^## (\S+)", changelog.read_text(encoding="utf-8"), re.M)
+    if not first or first.group(1) != version:
+        return [f"{folder.name}: CHANGELOG.md's newest entry is {first.group(1) if first else 'missing'}, "
+                f"not the current version {version}"]
+    return []
+
+
+def _check_pitfalls(name: str, pitfalls: Path, body: str) -> list[str]:
+    """references/pitfalls.md has every field filled and unique ids, and SKILL.md's list matches it."""
+    out = []
+    entries = parse(pitfalls.read_text(encoding="utf-8"))
+    for e in entries:
+        missing = [f for f in FIELDS if f != "evidence" and not getattr(e, f)]
+        if missing:
+            out.append(f"{name}: pitfall {e.id} lacks {', '.join(missing)}")
+    ids = [e.id for e in entries]
+    if len(ids) != len(set(ids)):
+        out.append(f"{name}: duplicate pitfall ids in references/pitfalls.md")
+    if START not in body or END not in body:
+        out.append(f"{name}: SKILL.md lacks the pitfalls markers {START} … {END}")
+    elif body[body.index(START) + len(START): body.index(END)].strip() != listing(entries).strip():
+        out.append(f"{name}: the Pitfalls list in SKILL.md is out of date with references/pitfalls.md")
+    return out
+
+
 def check_skill(folder: Path) -> list[str]:
     folder = Path(folder)
     skill = folder / "SKILL.md"
@@ -46,60 +110,24 @@ def check_skill(folder: Path) -> list[str]:
     meta, body = frontmatter(skill.read_text(encoding="utf-8"))
     if meta is None:
         return [f"{folder.name}: SKILL.md has no valid YAML frontmatter between --- lines"]
-    out = []
-    say = out.append
-    for key in sorted(set(meta) - ALLOWED):
-        say(f"{folder.name}: frontmatter key '{key}' is not allowed (allowed: {', '.join(sorted(ALLOWED))})")
-    name = meta.get("name")
-    if not isinstance(name, str) or not NAME.match(name) or len(name) > 64:
-        say(f"{folder.name}: name '{name}' must be 1-64 chars of a-z, 0-9 and single '-'")
-    elif name != folder.name:
-        say(f"{folder.name}: name '{name}' differs from the folder name")
-    desc = meta.get("description")
-    if not isinstance(desc, str) or not 1 <= len(desc) <= 1024:
-        say(f"{folder.name}: description must be 1-1024 characters")
-    elif not re.search(r"\buse (it )?(when|after|before|for|to)\b", desc, re.I):
-        say(f"{folder.name}: description should say when to use the skill ('Use when …')")
-    if not meta.get("license"):
-        say(f"{folder.name}: no license")
-    extra = meta.get("metadata")
-    if not isinstance(extra, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in extra.items()):
-        say(f"{folder.name}: metadata must be a map of strings (quote versions and dates)")
-        extra = {}
-    version = extra.get("version", "")
-    if not SEMVER.match(version):
-        say(f"{folder.name}: metadata.version '{version}' is not semver x.y.z")
-    if not DAY.match(extra.get("updated", "")):
-        say(f"{folder.name}: metadata.updated must be YYYY-MM-DD")
+    out = _check_identity(folder.name, meta)
+    problems, version = _check_metadata(folder.name, meta)
+    out += problems
     if body.count("\n") + 1 > MAX_BODY_LINES:
-        say(f"{folder.name}: body has {body.count(chr(10)) + 1} lines (at most {MAX_BODY_LINES}; move details to references/)")
-    changelog = folder / "CHANGELOG.md"
-    if not changelog.is_file():
-        say(f"{folder.name}: no CHANGELOG.md")
-    else:
-        first = re.search(r"^## (\S+)", changelog.read_text(encoding="utf-8"), re.M)
-        if not first or first.group(1) != version:
-            say(f"{folder.name}: CHANGELOG.md's newest entry is {first.group(1) if first else 'missing'}, "
-                f"not the current version {version}")
+        out.append(f"{folder.name}: body has {body.count(chr(10)) + 1} lines (at most {MAX_BODY_LINES}; "
+                   "move details to references/)")
+    out += _check_changelog(folder, version)
     pitfalls = folder / "references" / "pitfalls.md"
     if not pitfalls.is_file():
-        say(f"{folder.name}: no references/pitfalls.md")
+        out.append(f"{folder.name}: no references/pitfalls.md")
         return out
-    entries = parse(pitfalls.read_text(encoding="utf-8"))
-    for e in entries:
-        missing = [f for f in FIELDS if f != "evidence" and not getattr(e, f)]
-        if missing:
-            say(f"{folder.name}: pitfall {e.id} lacks {', '.join(missing)}")
-    ids = [e.id for e in entries]
-    if len(ids) != len(set(ids)):
-        say(f"{folder.name}: duplicate pitfall ids in references/pitfalls.md")
-    if START not in body or END not in body:
-        say(f"{folder.name}: SKILL.md lacks the pitfalls markers {START} … {END}")
-    elif body[body.index(START) + len(START): body.index(END)].strip() != listing(entries).strip():
-        say(f"{folder.name}: the Pitfalls list in SKILL.md is out of date with references/pitfalls.md")
+    out += _check_pitfalls(folder.name, pitfalls, body)
     stray = [p.name for p in folder.rglob(".*.tmp")]
     if stray:
-        say(f"{folder.name}: leftover temporary files {stray}")
+        out.append(f"{folder.name}: leftover temporary files {stray}")
+    if (folder / JOURNAL).exists():
+        out.append(f"{folder.name}: a pitfall write was interrupted ({JOURNAL}); any skills call finishes it "
+                   "(e.g. `tunepack skills list`)")
     return out
 
 

@@ -11,11 +11,17 @@ Usage:
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .status import SweepStatusView
 
 
 def add_parser(sub) -> None:
@@ -77,7 +83,7 @@ def print_plan(plan) -> None:
         print(f"note: {note}")
 
 
-def _follow(sweep_id: str) -> None:
+def _follow(sweep_id: str) -> SweepStatusView:
     from .status import sweep_status
 
     seen: dict[str, tuple] = {}
@@ -99,80 +105,117 @@ def _follow(sweep_id: str) -> None:
         raise SystemExit(130) from None
 
 
-def run(args) -> None:
+def _plan(args: argparse.Namespace) -> None:
+    from . import plan_sweep
+
+    plan = plan_sweep(args.spec)
+    _dump(plan) if args.json else print_plan(plan)
+
+
+def _submit(args: argparse.Namespace) -> None:
     from ..approval import Consent
-    from . import cancel_sweep, list_sweeps, plan_sweep, resume_sweep, select_sweep, submit_sweep, sweep_status
+    from . import submit_sweep
     from .plan import build_plan
 
-    if args.action == "plan":
-        plan = plan_sweep(args.spec)
-        _dump(plan) if args.json else print_plan(plan)
-    elif args.action == "submit":
-        built = build_plan(args.spec)
-        plan = built[0]
-        if plan.needs_approval and not args.yes:
-            print_plan(plan)
-            from ..approval import ApprovalError
+    built = build_plan(args.spec)
+    plan = built[0]
+    if plan.needs_approval and not args.yes:
+        print_plan(plan)
+        from ..approval import ApprovalError
 
-            raise ApprovalError(f"This sweep runs on paid GPU flavors and may cost up to "
-                                f"${plan.total_worst_case_usd:.2f}.",
-                                "check the plan above, then run the same command with --yes to approve it.")
-        result = submit_sweep(args.spec, consent=Consent.keyboard(), built=built)  # --yes: the person approved
-        if args.json and args.detach:
-            _dump(result)
-            return
-        print(f"tunepack: sweep {result.sweep_id} started (controller job {result.controller_job.id})",
-              file=sys.stderr)
-        if args.detach:
-            print(result.sweep_id)
-            return
-        view = _follow(result.sweep_id)
-        if args.json:
-            _dump(view)
-            return
-        print(view.table)
-        print(f"\nsweep {view.sweep_id}: {view.status} — {view.next_step}")
-    elif args.action == "status":
-        view = sweep_status(args.sweep_id)
-        if args.json:
-            _dump(view)
-            return
-        print(f"sweep {view.sweep_id}: {view.status}; controller {view.controller['state']}; cost so far "
-              f"{_money(view.cost_usd)}")
-        print(view.table)
-        for alert in view.alerts:
-            print(f"alert: {alert['run']}: {alert['title']} — {alert['text']}")
-        print(f"next: {view.next_step}")
-    elif args.action == "select":
-        sel = select_sweep(args.sweep_id, metric=args.metric, direction=args.direction, reduce=args.reduce,
-                           record=not args.no_record)
-        if args.json:
-            _dump(sel)
-            return
-        print(sel.table)
-        print(f"\nledger: {sel.ledger_note}")
-        print(f"next: {sel.next_step}")
-    elif args.action == "report":
-        from .report import write_report
-        from .state import read_state, sweep_dir
+        raise ApprovalError(f"This sweep runs on paid GPU flavors and may cost up to "
+                            f"${plan.total_worst_case_usd:.2f}.",
+                            "check the plan above, then run the same command with --yes to approve it.")
+    result = submit_sweep(args.spec, consent=Consent.keyboard(), built=built)  # --yes: the person approved
+    assert result.sweep_id is not None and result.controller_job is not None, "keyboard consent approves: it started"
+    if args.json and args.detach:
+        _dump(result)
+        return
+    print(f"tunepack: sweep {result.sweep_id} started (controller job {result.controller_job.id})",
+          file=sys.stderr)
+    if args.detach:
+        print(result.sweep_id)
+        return
+    view = _follow(result.sweep_id)
+    if args.json:
+        _dump(view)
+        return
+    print(view.table)
+    print(f"\nsweep {view.sweep_id}: {view.status} — {view.next_step}")
 
-        folder = sweep_dir(args.sweep_id)
-        paths = write_report(folder, read_state(folder))
-        if args.output:
-            out = Path(args.output)
-            out.mkdir(parents=True, exist_ok=True)
-            paths = {k: (shutil.copy2(v, out / Path(v).name) if v else None) for k, v in paths.items()}
-        if args.json:
-            _dump({k: str(v) if v else None for k, v in paths.items()})
-            return
-        print(Path(paths["markdown_path"]).read_text(encoding="utf-8"))
-        print(f"report: {paths['markdown_path']}" + (f"; curves: {paths['png_path']}" if paths["png_path"] else ""))
-    elif args.action == "resume":
-        result = resume_sweep(args.sweep_id)
-        _dump(result) if args.json else print(f"resumed {args.sweep_id}: controller job {result.controller_job.id}")
-    elif args.action == "cancel":
-        state = cancel_sweep(args.sweep_id)
-        _dump(state) if args.json else print(f"sweep {state.id}: {state.status}")
-    elif args.action == "list":
-        ids = list_sweeps()
-        _dump(ids) if args.json else print("\n".join(ids) or "no sweeps yet")
+
+def _status(args: argparse.Namespace) -> None:
+    from . import sweep_status
+
+    view = sweep_status(args.sweep_id)
+    if args.json:
+        _dump(view)
+        return
+    print(f"sweep {view.sweep_id}: {view.status}; controller {view.controller['state']}; cost so far "
+          f"{_money(view.cost_usd)}")
+    print(view.table)
+    for alert in view.alerts:
+        print(f"alert: {alert['run']}: {alert['title']} — {alert['text']}")
+    print(f"next: {view.next_step}")
+
+
+def _select(args: argparse.Namespace) -> None:
+    from . import select_sweep
+
+    sel = select_sweep(args.sweep_id, metric=args.metric, direction=args.direction, reduce=args.reduce,
+                       record=not args.no_record)
+    if args.json:
+        _dump(sel)
+        return
+    print(sel.table)
+    print(f"\nledger: {sel.ledger_note}")
+    print(f"next: {sel.next_step}")
+
+
+def _report(args: argparse.Namespace) -> None:
+    from .report import write_report
+    from .state import read_state, sweep_dir
+
+    folder = sweep_dir(args.sweep_id)
+    paths = write_report(folder, read_state(folder))
+    if args.output:
+        out = Path(args.output)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {k: (shutil.copy2(v, out / Path(v).name) if v else None) for k, v in paths.items()}
+    if args.json:
+        _dump({k: str(v) if v else None for k, v in paths.items()})
+        return
+    print(Path(paths["markdown_path"]).read_text(encoding="utf-8"))
+    print(f"report: {paths['markdown_path']}" + (f"; curves: {paths['png_path']}" if paths["png_path"] else ""))
+
+
+def _resume(args: argparse.Namespace) -> None:
+    from . import resume_sweep
+
+    result = resume_sweep(args.sweep_id)
+    assert result.controller_job is not None, "resume_sweep always starts the controller"
+    _dump(result) if args.json else print(f"resumed {args.sweep_id}: controller job {result.controller_job.id}")
+
+
+def _cancel(args: argparse.Namespace) -> None:
+    from . import cancel_sweep
+
+    state = cancel_sweep(args.sweep_id)
+    _dump(state) if args.json else print(f"sweep {state.id}: {state.status}")
+
+
+def _list(args: argparse.Namespace) -> None:
+    from . import list_sweeps
+
+    ids = list_sweeps()
+    _dump(ids) if args.json else print("\n".join(ids) or "no sweeps yet")
+
+
+ACTIONS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "plan": _plan, "submit": _submit, "status": _status, "select": _select, "report": _report,
+    "resume": _resume, "cancel": _cancel, "list": _list,
+}
+
+
+def run(args) -> None:
+    ACTIONS[args.action](args)

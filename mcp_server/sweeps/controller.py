@@ -24,12 +24,13 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from .. import settings
 from ..config import TrainConfig
 from ..errors import TunepackError
 from ..jobs import JobBackend, estimate, failure_error, flavor_info, get_backend
 from ..ledger import Ledger, LedgerError
 from .monitor import clean_loss_logs, divergence, eval_value, failure_kind, fire_alert, metric_records, update_from_log
-from .state import ACTIVE, FINAL, RunState, SweepState, read_plan, read_state, write_state
+from .state import ACTIVE, FINAL, FailureKind, RunState, SweepState, read_plan, read_state, write_state
 
 POLL_S = {"local": 1.0, "hf": 15.0}
 WORKER = "sweep-controller"
@@ -79,7 +80,7 @@ class Controller:
         try:
             s = self.state
             s.controller.pid, s.controller.started_at = os.getpid(), time.time()
-            s.controller.job_id = os.environ.get("TUNEPACK_JOB_ID") or s.controller.job_id  # set by the local runner
+            s.controller.job_id = settings.job_id() or s.controller.job_id  # set by the local runner
             s.controller.starts += 1
             s.controller.last_error = None
             print(f"[tunepack] sweep {s.id}: {len(s.runs)} runs on {s.backend}, at most {s.max_concurrent} at once"
@@ -100,8 +101,10 @@ class Controller:
     # --- following one run --------------------------------------------------------------------------
 
     def _refresh(self, run: RunState) -> None:
-        info = self.backend.status(run.job_id)
-        log = self.backend.logs(run.job_id)
+        job_id = run.job_id
+        assert job_id is not None, "an active run was submitted: it has a job"
+        info = self.backend.status(job_id)
+        log = self.backend.logs(job_id)
         records = metric_records(log)
         update_from_log(run, records, self.state.metric)
         self._clean[run.id] = clean_loss_logs(records)
@@ -113,7 +116,7 @@ class Controller:
             if stop.get("enabled", True):
                 reason = divergence(records, stop.get("patience", 3))
                 if reason:
-                    self._stop(run, reason)
+                    self._stop(run, job_id, reason)
             return
         run.ended_at = info.ended_at or time.time()
         self._settle()
@@ -139,7 +142,9 @@ class Controller:
             else:
                 from ..pipeline.remote import finish_remote
 
-                result = finish_remote(self.backend, info.id)
+                recorded = finish_remote(self.backend, info.id)
+                assert recorded is not None, "a sweep run is a train job that completed: finish_remote records it"
+                result = recorded
         except TunepackError as exc:
             self._fail(run, "script", str(exc))
             return
@@ -157,16 +162,18 @@ class Controller:
         try:
             from ..registry import LocalRegistry
 
+            if run.result is None:
+                return None
             registry = LocalRegistry()
             entry = registry.get(run.result["registry_name"], run.result["registry_version"])
             return registry.eval_results(entry)
         except Exception:
             return None
 
-    def _stop(self, run: RunState, reason: str) -> None:
+    def _stop(self, run: RunState, job_id: str, reason: str) -> None:
         print(f"[tunepack] {run.id}: stopping early — {reason}", flush=True)
         try:
-            self.backend.cancel(run.job_id)
+            self.backend.cancel(job_id)
         except TunepackError as exc:
             self.state.controller.last_error = f"canceling {run.id}: {exc}"
         run.status, run.failure, run.error, run.ended_at = "stopped", "diverged", reason, time.time()
@@ -176,13 +183,13 @@ class Controller:
         self._record(run, "discard", note=f"sweep {self.state.id}: early-stopped, {reason}", do_not_repeat=True)
         self._settle()
 
-    def _fail(self, run: RunState, kind: str, error: str) -> None:
+    def _fail(self, run: RunState, kind: FailureKind, error: str) -> None:
         run.status, run.failure, run.error = "failed", kind, error
         run.ended_at = run.ended_at or time.time()
         print(f"[tunepack] {run.id} failed ({kind}): {error.splitlines()[0][:300]}", flush=True)
         self._record(run, "crash", note=f"sweep {self.state.id}: {kind} failure: {error.splitlines()[0][:300]}")
 
-    def _skip(self, run: RunState, kind: str, why: str) -> None:
+    def _skip(self, run: RunState, kind: FailureKind, why: str) -> None:
         run.status, run.failure, run.note = "skipped", kind, why
         self._record(run, "crash", note=f"sweep {self.state.id}: not started — {why}")
 

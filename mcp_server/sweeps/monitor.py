@@ -11,6 +11,7 @@ import math
 import re
 import sys
 import time
+from typing import Literal, TypeGuard
 
 from ..jobs import JobInfo, markers
 from .state import RunState, trim_curve
@@ -25,7 +26,7 @@ def metric_records(log_text: str) -> list[dict]:
     return [m for m in markers.parse(log_text).get("METRIC", []) if "step" in m]
 
 
-def _finite(value) -> bool:
+def _finite(value: object) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and math.isfinite(value)
 
 
@@ -99,7 +100,7 @@ def divergence(records: list[dict], patience: int) -> str | None:
     return None
 
 
-def failure_kind(info: JobInfo, log_text: str) -> str:
+def failure_kind(info: JobInfo, log_text: str) -> Literal["infra", "script"]:
     """'infra' when the job was lost or timed out with no error from the script, else 'script'.
     Only infrastructure failures are retried: a crash in the script would crash again."""
     if any(sign in log_text for sign in SCRIPT_SIGNS):

@@ -7,12 +7,12 @@ Nothing is submitted or written here except reading the ledger and the budget; `
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .. import settings
 from ..config import TrainConfig, parse_config, resolve_config
 from ..errors import ConfigError
 from ..jobs import estimate
@@ -76,10 +76,6 @@ def identity(cfg: TrainConfig) -> dict:
     return data
 
 
-def identity_hash(cfg: TrainConfig) -> str:
-    return config_hash_of(identity(cfg))
-
-
 def ledger_variable(changes: dict[str, Any]) -> tuple[str, Any]:
     """(variable, value) for the ledger: the key itself when one key changes, else 'k1/k2' and a mapping."""
     if len(changes) == 1:
@@ -137,49 +133,59 @@ def _wall(expected: list[float], canary: float | None, slots: int) -> float:
     return round(end, 1)
 
 
-def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
-               ) -> tuple[SweepPlan, dict[str, dict], SweepSpec]:
-    """The plan, each planned run's resolved config (by run id), and the spec."""
-    spec, folder = load_spec(source, base_dir)
-    raw_base, base_folder = base_data(spec, folder)
-    base = resolve_config(parse_config(run_config(raw_base, spec, {}), source="The sweep's base config"),
-                          base_dir=base_folder)
+def _backend_and_flavor(spec: SweepSpec, base: TrainConfig) -> tuple[str, str | None]:
     backend = spec.backend or base.job.backend
     flavor = spec.flavor or base.job.flavor
     if backend == "local" and flavor not in (None, "local", "cpu"):
         raise SweepError(f"flavor '{flavor}' is a remote flavor, but the sweep runs on the local backend.",
                          "set backend: hf for HF Jobs flavors, or drop flavor for local runs.")
-    metric = _metric(spec, base)
-    ledger_project = spec.ledger or base.tracking.project
-    ledger = Ledger(ledger_project)
+    return backend, flavor
+
+
+def _checked_run_config(raw_base: dict, spec: SweepSpec, changes: dict[str, Any], rid: str, base_folder: Path,
+                        backend: str, flavor: str | None) -> TrainConfig:
+    """One run's resolved config, its config errors turned into SweepErrors, checked against the backend."""
+    source = f"Run {rid} ({describe(changes)})"
+    try:
+        cfg = resolve_config(parse_config(run_config(raw_base, spec, changes), source=source), base_dir=base_folder)
+    except ConfigError as exc:
+        raise SweepError(exc.problem, exc.fix or "fix the values this run sets.") from None
+    if backend == "hf" and cfg.model.is_tiny:
+        raise SweepError(f"model.name '{cfg.model.name}' is built on this machine and cannot run on HF Jobs.",
+                         "use a Hub model id for an hf sweep, or backend: local.")
+    check_placement(cfg, backend, flavor)
+    return cfg
+
+
+def _timing(cfg: TrainConfig, spec: SweepSpec, backend: str, flavor: str | None, rows: int, avg: float
+            ) -> tuple[float, int | None]:
+    """(expected seconds, timeout) of one run."""
+    if backend == "hf":
+        expected = expected_seconds(cfg, rows, avg, flavor)
+        timeout = check_timeout(spec.timeout_s or cfg.job.timeout_s or suggest_timeout_s(cfg, rows, avg, flavor),
+                                suggest_timeout_s(cfg, rows, avg, flavor), spec.force)
+        return expected, timeout
+    expected = expected_seconds(cfg, rows, avg, "cpu") - 600
+    if cfg.model.is_tiny:
+        expected *= 150 / TINY_TOKENS_PER_S  # pipeline_remote's CPU rate is for a ~1B model
+    expected += LOCAL_STARTUP_S
+    return expected, spec.timeout_s or cfg.job.timeout_s
+
+
+def _plan_runs(spec: SweepSpec, raw_base: dict, base_folder: Path, backend: str, flavor: str | None,
+               ledger: Ledger) -> tuple[list[PlannedRun], dict[str, dict]]:
+    """Every expanded run, planned, and its resolved config (by run id)."""
     experiments = ledger.list()
     sizes: dict[str, tuple[int, float]] = {}
-    runs, configs, notes = [], {}, []
+    runs, configs = [], {}
     for n, changes in enumerate(expand(spec), start=1):
         rid = f"r{n:02d}"
-        try:
-            cfg = resolve_config(parse_config(run_config(raw_base, spec, changes), source=f"Run {rid} ({describe(changes)})"),
-                                 base_dir=base_folder)
-        except ConfigError as exc:
-            raise SweepError(exc.problem, exc.fix or "fix the values this run sets.") from None
-        if backend == "hf" and cfg.model.is_tiny:
-            raise SweepError(f"model.name '{cfg.model.name}' is built on this machine and cannot run on HF Jobs.",
-                             "use a Hub model id for an hf sweep, or backend: local.")
-        check_placement(cfg, backend, flavor)
+        cfg = _checked_run_config(raw_base, spec, changes, rid, base_folder, backend, flavor)
         data_key = json.dumps(cfg.data.model_dump(mode="json"), sort_keys=True)
         if data_key not in sizes:
             sizes[data_key] = data_size(cfg)
         rows, avg = sizes[data_key]
-        if backend == "hf":
-            expected = expected_seconds(cfg, rows, avg, flavor)
-            timeout = check_timeout(spec.timeout_s or cfg.job.timeout_s or suggest_timeout_s(cfg, rows, avg, flavor),
-                                    suggest_timeout_s(cfg, rows, avg, flavor), spec.force)
-        else:
-            expected = expected_seconds(cfg, rows, avg, "cpu") - 600
-            if cfg.model.is_tiny:
-                expected *= 150 / TINY_TOKENS_PER_S  # pipeline_remote's CPU rate is for a ~1B model
-            expected += LOCAL_STARTUP_S
-            timeout = spec.timeout_s or cfg.job.timeout_s
+        expected, timeout = _timing(cfg, spec, backend, flavor, rows, avg)
         cost = estimate(backend, flavor, timeout, 1, expected)
         digest = config_hash_of(identity(cfg))
         runs.append(PlannedRun(
@@ -188,51 +194,88 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
             worst_case_usd=cost.worst_case_usd, needs_approval=cost.needs_approval,
             refused=_refusal(ledger, experiments, digest, changes), launch=" ".join(launch_command(cfg))))
         configs[rid] = cfg.model_dump(mode="json")
+    return runs, configs
+
+
+def _refuse_repeats(runs: list[PlannedRun]) -> None:
+    """Refuse a run whose training config an earlier run of the sweep already has."""
     hashes = [r.config_hash for r in runs]
     for r in runs:
         if hashes.count(r.config_hash) > 1 and r.refused is None and hashes.index(r.config_hash) != runs.index(r):
             r.refused = "the same training config as an earlier run of this sweep"
-    live = [r for r in runs if r.refused is None]
-    canary = None
-    if spec.canary.enabled and live:
-        if spec.canary.run:
-            chosen = next((r for r in live if r.id == spec.canary.run), None)
-            if chosen is None:
-                raise SweepError(f"canary.run '{spec.canary.run}' is not a planned (unrefused) run.",
-                                 f"use one of: {', '.join(r.id for r in live)}, or leave it empty.")
-        else:
-            chosen = max(live, key=lambda r: _weight(TrainConfig.model_validate(configs[r.id])))
-        chosen.canary = True
-        canary = {"run": chosen.id, "steps": spec.canary.steps}
-        max_steps = TrainConfig.model_validate(configs[chosen.id]).training.max_steps
-        if 0 < max_steps < spec.canary.steps:
-            notes.append(f"the canary trains only {max_steps} steps (< canary.steps={spec.canary.steps}): the others "
-                         "start when it completes")
+
+
+def _choose_canary(spec: SweepSpec, live: list[PlannedRun], configs: dict[str, dict], notes: list[str]
+                   ) -> dict | None:
+    """Mark the canary run (the spec's, else the heaviest) and return the plan's canary entry."""
+    if not (spec.canary.enabled and live):
+        return None
+    if spec.canary.run:
+        chosen = next((r for r in live if r.id == spec.canary.run), None)
+        if chosen is None:
+            raise SweepError(f"canary.run '{spec.canary.run}' is not a planned (unrefused) run.",
+                             f"use one of: {', '.join(r.id for r in live)}, or leave it empty.")
+    else:
+        chosen = max(live, key=lambda r: _weight(TrainConfig.model_validate(configs[r.id])))
+    chosen.canary = True
+    max_steps = TrainConfig.model_validate(configs[chosen.id]).training.max_steps
+    if 0 < max_steps < spec.canary.steps:
+        notes.append(f"the canary trains only {max_steps} steps (< canary.steps={spec.canary.steps}): the others "
+                     "start when it completes")
+    return {"run": chosen.id, "steps": spec.canary.steps}
+
+
+def _slots(spec: SweepSpec, backend: str, notes: list[str]) -> int:
+    """How many runs go at once: max_concurrent, capped by TUNEPACK_LOCAL_MAX_JOBS on the local backend."""
     slots = spec.max_concurrent
     if backend == "local":
-        local_max = int(os.environ.get("TUNEPACK_LOCAL_MAX_JOBS", "2"))
+        local_max = settings.local_max_jobs()
         if local_max < slots:
             notes.append(f"local jobs run at most {local_max} at once (TUNEPACK_LOCAL_MAX_JOBS); the rest wait")
             slots = local_max
-    total_worst = round(sum(r.worst_case_usd for r in live), 4)
-    expected_usd = [r.expected_usd for r in live if r.expected_usd is not None]
-    needs_approval = any(r.needs_approval for r in live)
+    return slots
+
+
+def _check_budget(spec: SweepSpec, project: str, total_worst: float, notes: list[str]) -> tuple[float | None, bool]:
+    """(the daily budget left, or None for a free sweep; whether the worst case fits the budgets)."""
     daily_left = None
     within = True
     if total_worst > 0:
         from ..approval import Budget
 
-        daily_left = Budget().status(base.tracking.project).remaining_usd
+        daily_left = Budget().status(project).remaining_usd
         if total_worst > daily_left + 1e-9:
             within = False
             notes.append(f"the runs may cost up to ${total_worst:.2f}, more than the ${daily_left:.2f} left of project "
-                         f"'{base.tracking.project}''s daily budget")
+                         f"'{project}''s daily budget")
         if spec.retries:
             notes.append(f"an infrastructure retry charges its run again (up to {spec.retries} per run)")
     if spec.budget_usd is not None and total_worst > spec.budget_usd + 1e-9:
         within = False
         notes.append(f"the runs may cost up to ${total_worst:.2f}, over the sweep's budget_usd cap of "
                      f"${spec.budget_usd:.2f}")
+    return daily_left, within
+
+
+def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
+               ) -> tuple[SweepPlan, dict[str, dict], SweepSpec]:
+    """The plan, each planned run's resolved config (by run id), and the spec."""
+    spec, folder = load_spec(source, base_dir)
+    raw_base, base_folder = base_data(spec, folder)
+    base = resolve_config(parse_config(run_config(raw_base, spec, {}), source="The sweep's base config"),
+                          base_dir=base_folder)
+    backend, flavor = _backend_and_flavor(spec, base)
+    metric = _metric(spec, base)
+    ledger_project = spec.ledger or base.tracking.project
+    runs, configs = _plan_runs(spec, raw_base, base_folder, backend, flavor, Ledger(ledger_project))
+    _refuse_repeats(runs)
+    live = [r for r in runs if r.refused is None]
+    notes: list[str] = []
+    canary = _choose_canary(spec, live, configs, notes)
+    slots = _slots(spec, backend, notes)
+    total_worst = round(sum(r.worst_case_usd for r in live), 4)
+    expected_usd = [r.expected_usd for r in live if r.expected_usd is not None]
+    daily_left, within = _check_budget(spec, base.tracking.project, total_worst, notes)
     refused = [r for r in runs if r.refused]
     if refused:
         notes.append(f"{len(refused)} run(s) refused by the ledger and not submitted: "
@@ -245,8 +288,8 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
         max_concurrent=spec.max_concurrent, canary=canary, early_stop=spec.early_stop.model_dump(),
         retries=spec.retries, runs=runs, total_runs=len(live), total_worst_case_usd=total_worst,
         total_expected_usd=round(sum(expected_usd), 4) if expected_usd else None, expected_wall_s=wall,
-        needs_approval=needs_approval, budget_cap_usd=spec.budget_usd, daily_budget_left_usd=daily_left,
-        within_budget=within, notes=notes)
+        needs_approval=any(r.needs_approval for r in live), budget_cap_usd=spec.budget_usd,
+        daily_budget_left_usd=daily_left, within_budget=within, notes=notes)
     return plan, configs, spec
 
 

@@ -17,10 +17,10 @@ FINISHED_OK = ("completed",)
 def ranked(state: SweepState, direction: str | None = None) -> list[str]:
     """Ids of completed runs with a metric value, best first."""
     direction = direction or state.metric["direction"]
-    scored = [r for r in state.runs if r.status in FINISHED_OK and r.metric_value is not None
+    scored = [(r.id, r.metric_value) for r in state.runs if r.status in FINISHED_OK and r.metric_value is not None
               and math.isfinite(r.metric_value)]
-    scored.sort(key=lambda r: r.metric_value if direction == "min" else -r.metric_value)
-    return [r.id for r in scored]
+    scored.sort(key=lambda s: s[1] if direction == "min" else -s[1])
+    return [rid for rid, _ in scored]
 
 
 def _num(value: float | None) -> str:

@@ -9,6 +9,8 @@ job (``python -m mcp_server.sweeps.controller SWEEP_DIR``) that takes no local s
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 import shutil
 import time
@@ -23,9 +25,20 @@ from ..home import trackio_dir
 from ..jobs import JobInfo, JobSpec, get_backend
 from ..ledger import Ledger, LedgerError
 from .plan import SweepPlan, build_plan, identity, ledger_variable
-from .spec import SweepError, describe, dump_spec
-from .state import (ACTIVE, FINAL, RunState, SweepState, new_sweep_id, read_state, sweep_dir, sweeps_root,
-                    updating, write_json, write_state)
+from .spec import SweepError, SweepSpec, describe, dump_spec
+from .state import (
+    ACTIVE,
+    FINAL,
+    RunState,
+    SweepState,
+    new_sweep_id,
+    read_state,
+    sweep_dir,
+    sweeps_root,
+    updating,
+    write_json,
+    write_state,
+)
 
 CONTROLLER_MODULE = "mcp_server.sweeps.controller"
 
@@ -45,12 +58,12 @@ def _summary(plan: SweepPlan) -> str:
             f"about ${plan.total_expected_usd or 0:.2f} expected")
 
 
-def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = None, consent: Consent | None = None,
-                 arguments: dict | None = None, tool: str = "sweep_submit", start: bool = True,
-                 built: tuple | None = None) -> SubmitResult:
-    """Plan (or take ``built``, what ``build_plan`` returned for this source), check the budget, get the human's
-    yes for paid runs (``consent``: how they gave it), record, and start the controller."""
-    plan, configs, spec = built or build_plan(source, base_dir)
+def _content_hash(spec: SweepSpec, configs: dict[str, dict]) -> str:
+    canonical = json.dumps({"spec": spec.model_dump(mode="json"), "configs": configs}, sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _check_runnable(plan: SweepPlan) -> None:
     if plan.total_runs == 0:
         raise SweepError("Every run of this sweep is refused by the ledger: " + "; ".join(
             f"{r.id}: {r.refused}" for r in plan.runs) + ".",
@@ -59,24 +72,26 @@ def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = Non
         raise ApprovalError(f"Budget refused: {'; '.join(n for n in plan.notes if 'cost up to' in n)}.",
                             "shrink the sweep (fewer runs, shorter timeout_s, a cheaper flavor), raise budget_usd in "
                             "the spec, or ask the human to raise the daily budget (`tunepack budget set PROJECT USD`).")
-    arguments = arguments if arguments is not None else {"spec": str(source) if not isinstance(source, dict) else source}
-    decision = approve(tool, arguments, plan.total_worst_case_usd, needed=plan.needs_approval,
-                       summary=_summary(plan), consent=consent or Consent())
-    if decision.status == "approval_required":
-        return SubmitResult(status="approval_required", decision=decision, plan=plan, next_step=decision.message)
-    sweep_id = new_sweep_id(spec.name)
-    folder = sweeps_root() / sweep_id
-    while True:  # reserve the folder (two submissions may come in one second)
+
+
+def _reserve_folder(name: str) -> tuple[str, Path]:
+    """A new sweep id and its folder, created (two submissions may come in one second)."""
+    sweep_id = new_sweep_id(name)
+    while True:
+        folder = sweeps_root() / sweep_id
         try:
             folder.mkdir(parents=True)
-            break
+            return sweep_id, folder
         except FileExistsError:
-            sweep_id = new_sweep_id(spec.name) + f"-{secrets.token_hex(2)}"
-            folder = sweeps_root() / sweep_id
+            sweep_id = new_sweep_id(name) + f"-{secrets.token_hex(2)}"
+
+
+def _propose_runs(plan: SweepPlan, configs: dict[str, dict], sweep_id: str, folder: Path) -> list[RunState]:
+    """One ledger experiment per live run; if the ledger refuses one, none of this sweep stays proposed."""
     ledger = Ledger(plan.ledger)
-    runs, live = [], [r for r in plan.runs if r.refused is None]
+    runs: list[RunState] = []
     try:
-        for planned in live:
+        for planned in (r for r in plan.runs if r.refused is None):
             config = configs[planned.id]
             config["tracking"]["run_name"] = f"{sweep_id}-{planned.id}"
             variable, value = ledger_variable(planned.changes)
@@ -86,24 +101,51 @@ def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = Non
                 expected=f"{plan.metric['name']} ({plan.metric['direction']}) beats the other runs")
             runs.append(RunState(id=planned.id, changes=planned.changes, run_name=config["tracking"]["run_name"],
                                  config_hash=planned.config_hash, experiment_id=experiment.id, canary=planned.canary))
-    except LedgerError:  # someone recorded the same change meanwhile: nothing of this sweep stays proposed
+    except LedgerError:  # someone recorded the same change meanwhile
         for run in runs:
+            assert run.experiment_id is not None, "set just above from the proposed experiment"
             ledger.claim("sweep-submit", run.experiment_id)
             ledger.record(run.experiment_id, "crash", note=f"sweep {sweep_id} not started: a run repeats the ledger")
         shutil.rmtree(folder, ignore_errors=True)
         raise
+    return runs
+
+
+def _record(folder: Path, sweep_id: str, source: str | Path | dict, built: tuple, runs: list[RunState],
+            approved: bool) -> None:
+    """plan.json, spec.yaml and the first state.json of the sweep."""
+    plan, configs, spec = built
     write_json(folder / "plan.json", {"plan": plan.model_dump(mode="json"), "spec": {
         **spec.model_dump(mode="json"), "source": str(source) if not isinstance(source, dict) else None},
-        "configs": {r.id: configs[r.id] for r in live}})
+        "configs": {r.id: configs[r.id] for r in runs}})
     (folder / "spec.yaml").write_text(dump_spec(spec), encoding="utf-8")
     now = time.time()
-    state = SweepState(
+    write_state(folder, SweepState(
         id=sweep_id, name=spec.name, created_at=now, updated_at=now, backend=plan.backend, flavor=plan.flavor,
         project=plan.project, ledger=plan.ledger, metric=plan.metric, max_concurrent=plan.max_concurrent,
         canary={**plan.canary, "passed": False} if plan.canary else None, early_stop=plan.early_stop,
         retries=plan.retries, budget_cap_usd=plan.budget_cap_usd,
-        approved_usd=plan.total_worst_case_usd if decision.status == "approved" else 0.0, runs=runs)
-    write_state(folder, state)
+        approved_usd=plan.total_worst_case_usd if approved else 0.0, runs=runs))
+
+
+def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = None, consent: Consent | None = None,
+                 arguments: dict | None = None, tool: str = "sweep_submit", start: bool = True,
+                 built: tuple | None = None) -> SubmitResult:
+    """Plan (or take ``built``, what ``build_plan`` returned for this source), check the budget, get the human's
+    yes for paid runs (``consent``: how they gave it), record, and start the controller."""
+    built = built or build_plan(source, base_dir)
+    plan, configs, spec = built
+    _check_runnable(plan)
+    arguments = arguments if arguments is not None else {"spec": str(source) if not isinstance(source, dict) else source}
+    # the approval binds to what would run (the spec and every run's config), not only to the file's path
+    arguments = {**arguments, "sweep_sha256": _content_hash(spec, configs)}
+    decision = approve(tool, arguments, plan.total_worst_case_usd, needed=plan.needs_approval,
+                       summary=_summary(plan), consent=consent or Consent())
+    if decision.status == "approval_required":
+        return SubmitResult(status="approval_required", decision=decision, plan=plan, next_step=decision.message)
+    sweep_id, folder = _reserve_folder(spec.name)
+    runs = _propose_runs(plan, configs, sweep_id, folder)
+    _record(folder, sweep_id, source, built, runs, approved=decision.status == "approved")
     job = start_controller(sweep_id) if start else None
     return SubmitResult(status="submitted", sweep_id=sweep_id, decision=decision, plan=plan, controller_job=job,
                         next_step=f"follow it with sweep_status(sweep_id='{sweep_id}') (`tunepack sweep status "
@@ -136,13 +178,13 @@ def controller_health(state: SweepState) -> dict:
         info = backend.status(ctl.job_id)
     except Exception as exc:
         return {"state": "crashed", "job_id": ctl.job_id, "detail": f"the controller job is unknown: {exc}"}
-    age = round(time.time() - ctl.heartbeat_at, 1) if ctl.heartbeat_at else None
+    heartbeat_age = round(time.time() - ctl.heartbeat_at, 1) if ctl.heartbeat_at else None
     if not info.done:
-        return {"state": "alive", "job_id": ctl.job_id, "heartbeat_age_s": age, "detail": ""}
+        return {"state": "alive", "job_id": ctl.job_id, "heartbeat_age_s": heartbeat_age, "detail": ""}
     tail = " | ".join(line for line in backend.logs(ctl.job_id, tail=4).splitlines() if line.strip())
     detail = f"the controller job ended {info.stage} ({info.message or 'no message'}) while the sweep was " \
              f"{state.status}" + (f": {ctl.last_error}" if ctl.last_error else "") + (f"; log: {tail}" if tail else "")
-    return {"state": "crashed", "job_id": ctl.job_id, "heartbeat_age_s": age, "detail": detail[:900]}
+    return {"state": "crashed", "job_id": ctl.job_id, "heartbeat_age_s": heartbeat_age, "detail": detail[:900]}
 
 
 def resume_sweep(sweep_id: str) -> SubmitResult:

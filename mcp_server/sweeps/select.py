@@ -93,8 +93,8 @@ def select_sweep(sweep_id: str, metric: str | None = None, direction: str | None
     needs_logs = not _same_values(chosen, state.metric) and not chosen["name"].startswith("eval/")
     backend = get_backend(state.backend) if needs_logs else None
     values = {r.id: _value(r, state, chosen, backend) for r in state.runs}
-    order = sorted((rid for rid, v in values.items() if v is not None and math.isfinite(v)),
-                   key=lambda rid: values[rid] if chosen["direction"] == "min" else -values[rid])
+    finite = {rid: v for rid, v in values.items() if v is not None and math.isfinite(v)}
+    order = sorted(finite, key=lambda rid: finite[rid] if chosen["direction"] == "min" else -finite[rid])
     rank = {rid: n for n, rid in enumerate(order, start=1)}
     ranking = [_ranked(r, rank.get(r.id), values[r.id]) for r in
                sorted(state.runs, key=lambda r: (rank.get(r.id, len(rank) + 1), r.id))]

@@ -38,14 +38,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..config import TrainConfig
 from ..config.load import SYNONYMS, read_yaml
-from ..errors import ConfigError
+from ..errors import SweepError
 
 MAX_RUNS = 64
 FIX = "edit the sweep spec (see examples/sweep.yaml), then check it with `tunepack sweep plan SPEC`."
-
-
-class SweepError(ConfigError):
-    kind = "sweep"
 
 
 class _Strict(BaseModel):
@@ -176,15 +172,6 @@ def set_dotted(data: dict, key: str, value: Any) -> None:
     node[parts[-1]] = value
 
 
-def get_dotted(data: dict, key: str) -> Any:
-    node: Any = data
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 # --- loading and expanding -----------------------------------------------------------------------
 
 def load_spec(source: str | Path | dict, base_dir: str | Path | None = None) -> tuple[SweepSpec, Path]:
@@ -240,7 +227,7 @@ def expand(spec: SweepSpec) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if spec.grid:
         keys = list(spec.grid)
-        out += [dict(zip(keys, combo)) for combo in itertools.product(*(spec.grid[k] for k in keys))]
+        out += [dict(zip(keys, combo, strict=False)) for combo in itertools.product(*(spec.grid[k] for k in keys))]
     if spec.random:
         rng = _random.Random(spec.random.seed)
         out += [{k: _draw(rng, v) for k, v in spec.random.params.items()} for _ in range(spec.random.samples)]

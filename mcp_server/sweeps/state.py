@@ -25,7 +25,7 @@ from typing import Any, Iterator, Literal
 from filelock import FileLock
 from pydantic import BaseModel, Field
 
-from ..errors import TunepackError
+from ..errors import SweepNotFound
 from ..home import home_dir
 
 RunStatus = Literal["pending", "submitted", "running", "completed", "failed", "stopped", "skipped"]
@@ -35,8 +35,7 @@ FINAL = ("completed", "failed", "stopped", "skipped")
 MAX_CURVE = 400
 
 
-class SweepNotFound(TunepackError):
-    kind = "sweep"
+FailureKind = Literal["script", "infra", "submit", "diverged", "budget", "canary", "canceled"]
 
 
 class RunState(BaseModel):
@@ -63,7 +62,7 @@ class RunState(BaseModel):
     worst_case_usd: float = 0.0
     result: dict | None = Field(None, description="The registered adapter: registry name/version, path or Hub repo.")
     eval: dict | None = None
-    failure: Literal["script", "infra", "submit", "diverged", "budget", "canary", "canceled"] | None = None
+    failure: FailureKind | None = None
     error: str | None = None
     note: str | None = None
 

@@ -55,7 +55,7 @@ def sweep_status(sweep_id: str) -> SweepStatusView:
     rows = [RunRow(run=r.id, changes=describe(r.changes), status=r.status + (f" ({r.failure})" if r.failure else ""),
                    step=r.step, max_steps=r.max_steps, last_loss=r.last_loss, metric=r.metric_value,
                    cost_usd=r.cost_usd, attempts=r.attempts, job_id=r.job_id,
-                   note=((r.error or r.note or "").splitlines() or [None])[0] if (r.error or r.note) else None)
+                   note=next(iter((r.error or r.note or "").splitlines()), None) if (r.error or r.note) else None)
             for r in state.runs][:MAX_ROWS]
     for row in rows:
         if row.note and len(row.note) > 240:

@@ -77,57 +77,76 @@ def _user_text(text: str, opts: ConvertOptions, report: FileReport, expanded: bo
     return text.strip()
 
 
+def _assistant_turn(obj: dict, msgs: list[Msg], open_responses: dict[str, Msg]) -> Msg:
+    """The turn an assistant line belongs to: the open one with its ``message.id``, or a new one."""
+    message = obj["message"]
+    mid = message.get("id")
+    turn = open_responses.get(mid) if isinstance(mid, str) else None
+    if turn is None:
+        turn = Msg(role="assistant", model=message.get("model"),
+                   status="error" if obj.get("isApiErrorMessage") else "ok")
+        msgs.append(turn)
+        if isinstance(mid, str):
+            open_responses[mid] = turn
+    return turn
+
+
+def _add_assistant_blocks(turn: Msg, content, report: FileReport) -> None:
+    for block in content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            turn.content = "\n\n".join(t for t in (turn.content, as_text(block.get("text"))) if t.strip())
+        elif kind == "thinking":
+            turn.reasoning = "\n\n".join(t for t in (turn.reasoning, as_text(block.get("thinking"))) if t.strip())
+        elif kind == "tool_use":
+            args = block.get("input")
+            turn.calls.append(Call(id=block.get("id"), name=str(block.get("name") or "unknown"),
+                                   arguments=args if isinstance(args, dict) else {"input": args}))
+        elif kind == "redacted_thinking":
+            report.add("redacted_thinking")
+        else:
+            report.add("unknown_block_type")
+
+
+def _user_blocks(content, msgs: list[Msg], report: FileReport) -> list[str]:
+    """The raw texts of a user line; its tool results are appended to ``msgs`` as tool turns."""
+    texts = []
+    for block in content if isinstance(content, list) else [content]:
+        if isinstance(block, str):
+            texts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "tool_result":
+            msgs.append(Msg(role="tool", content=_block_text(block.get("content"), report),
+                            call_id=block.get("tool_use_id")))
+        elif isinstance(block, dict) and block.get("type") in ("text", "image"):
+            texts.append(_block_text([block], report))
+        elif block is not None:
+            report.add("unknown_block_type")
+    return texts
+
+
+def _mark_aborted(msgs: list[Msg]) -> None:
+    """An interruption: the last assistant turn before it was aborted."""
+    last = next((m for m in reversed(msgs) if m.role == "assistant"), None)
+    if last is not None:
+        last.status = "aborted"
+
+
 def _turns(nodes: list[dict], chain: list[int], opts: ConvertOptions, report: FileReport) -> list[Msg]:
     msgs: list[Msg] = []
     open_responses: dict[str, Msg] = {}  # message.id → its turn, until the next real user message
     for position, index in enumerate(chain):
         obj = nodes[index]
-        message = obj["message"]
-        content = message.get("content")
+        content = obj["message"].get("content")
         if obj["type"] == "assistant":
-            mid = message.get("id")
-            turn = open_responses.get(mid) if isinstance(mid, str) else None
-            if turn is None:
-                turn = Msg(role="assistant", model=message.get("model"),
-                           status="error" if obj.get("isApiErrorMessage") else "ok")
-                msgs.append(turn)
-                if isinstance(mid, str):
-                    open_responses[mid] = turn
-            for block in content if isinstance(content, list) else [{"type": "text", "text": str(content or "")}]:
-                kind = block.get("type") if isinstance(block, dict) else None
-                if kind == "text":
-                    turn.content = "\n\n".join(t for t in (turn.content, as_text(block.get("text"))) if t.strip())
-                elif kind == "thinking":
-                    turn.reasoning = "\n\n".join(t for t in (turn.reasoning, as_text(block.get("thinking"))) if t.strip())
-                elif kind == "tool_use":
-                    args = block.get("input")
-                    turn.calls.append(Call(id=block.get("id"), name=str(block.get("name") or "unknown"),
-                                           arguments=args if isinstance(args, dict) else {"input": args}))
-                elif kind == "redacted_thinking":
-                    report.add("redacted_thinking")
-                else:
-                    report.add("unknown_block_type")
+            _add_assistant_blocks(_assistant_turn(obj, msgs, open_responses), content, report)
             continue
-        texts = []
-        for block in content if isinstance(content, list) else [content]:
-            if isinstance(block, str):
-                texts.append(block)
-            elif isinstance(block, dict) and block.get("type") == "tool_result":
-                msgs.append(Msg(role="tool", content=_block_text(block.get("content"), report),
-                                call_id=block.get("tool_use_id")))
-            elif isinstance(block, dict) and block.get("type") in ("text", "image"):
-                texts.append(_block_text([block], report))
-            elif block is not None:
-                report.add("unknown_block_type")
+        texts = _user_blocks(content, msgs, report)
         expanded = position + 1 < len(chain) and _is_expansion(nodes[chain[position + 1]])
         text = "\n\n".join(t for t in (_user_text(t, opts, report, expanded) for t in texts) if t)
         if text.startswith(INTERRUPTED):
             report.add("harness_noise")
-            last = next((m for m in reversed(msgs) if m.role == "assistant"), None)
-            if last is not None:
-                last.status = "aborted"
-            continue
-        if text:
+            _mark_aborted(msgs)
+        elif text:
             msgs.append(Msg(role="user", content=text))
             open_responses.clear()
     return msgs
@@ -158,7 +177,8 @@ def _walk(nodes: list[dict], by_uuid: dict[str, int], leaf: int, opts: ConvertOp
     return [s[::-1] for s in segments[::-1] if s]
 
 
-def read_claude_code(path: Path, opts: ConvertOptions, report: FileReport) -> list[Conversation]:
+def _read_nodes(path: Path, report: FileReport) -> tuple[list[dict], dict[str, int]]:
+    """Every line of the file (non-turns too: they link the chain) and the index of each uuid."""
     nodes: list[dict] = []
     by_uuid: dict[str, int] = {}
     for _, obj in read_jsonl(path, report):
@@ -172,35 +192,53 @@ def read_claude_code(path: Path, opts: ConvertOptions, report: FileReport) -> li
                 report.add("duplicate_uuid")
             by_uuid[uuid] = len(nodes)
         nodes.append(obj)
+    return nodes, by_uuid
+
+
+def _sidechains(nodes: list[dict], by_uuid: dict[str, int], turns: list[int], used: set[int], opts: ConvertOptions,
+                report: FileReport) -> list[tuple[str, list[int]]]:
+    """One labelled chain per sidechain segment not already in ``used`` (which this updates)."""
+    chains: list[tuple[str, list[int]]] = []
+    leaves: dict[int, int] = {}  # sidechain root → its last turn
+    for i in turns:
+        if i not in used and nodes[i].get("isSidechain"):
+            walked = _walk(nodes, by_uuid, i, opts, FileReport(path="", format=""))
+            leaves[walked[0][0] if walked else i] = i
+    for root, leaf in leaves.items():
+        label = nodes[leaf].get("agentId") or str(nodes[root].get("uuid", root))[:8]
+        for segment in _walk(nodes, by_uuid, leaf, opts, report):
+            if not used.intersection(segment):
+                chains.append((f"sidechain:{label}", segment))
+                used.update(segment)
+    return chains
+
+
+def _chains(nodes: list[dict], by_uuid: dict[str, int], turns: list[int], opts: ConvertOptions,
+            report: FileReport) -> list[tuple[str, list[int]]]:
+    """The labelled turn chains to emit: the main one (and its compacted segments), then the sidechains."""
+    if not any(isinstance(nodes[i].get("uuid"), str) for i in turns):
+        return [("main", turns)]  # no tree: file order
+    chains: list[tuple[str, list[int]]] = []
+    used: set[int] = set()
+    main = [i for i in turns if not nodes[i].get("isSidechain")]
+    if main:
+        for n, segment in enumerate(_walk(nodes, by_uuid, main[-1], opts, report)):
+            chains.append(("main" if n == 0 else f"segment:{n + 1}", segment))
+            used.update(segment)
+    chains.extend(_sidechains(nodes, by_uuid, turns, used, opts, report))
+    report.add("off_branch_turn", sum(1 for i in main if i not in used))
+    return chains
+
+
+def read_claude_code(path: Path, opts: ConvertOptions, report: FileReport) -> list[Conversation]:
+    nodes, by_uuid = _read_nodes(path, report)
     turns = [i for i, obj in enumerate(nodes) if _is_turn(obj)]
     if not turns:
         return []
     session = next((str(o["sessionId"]) for o in nodes if o.get("sessionId")), path.stem)
     report.sessions += 1
-    chains: list[tuple[str, list[int]]] = []
-    if not any(isinstance(nodes[i].get("uuid"), str) for i in turns):
-        chains.append(("main", turns))  # no tree: file order
-    else:
-        used: set[int] = set()
-        main = [i for i in turns if not nodes[i].get("isSidechain")]
-        if main:
-            for n, segment in enumerate(_walk(nodes, by_uuid, main[-1], opts, report)):
-                chains.append(("main" if n == 0 else f"segment:{n + 1}", segment))
-                used.update(segment)
-        leaves: dict[int, int] = {}  # sidechain root → its last turn
-        for i in turns:
-            if i not in used and nodes[i].get("isSidechain"):
-                root = _walk(nodes, by_uuid, i, opts, FileReport(path="", format=""))
-                leaves[root[0][0] if root else i] = i
-        for root, leaf in leaves.items():
-            label = nodes[leaf].get("agentId") or str(nodes[root].get("uuid", root))[:8]
-            for segment in _walk(nodes, by_uuid, leaf, opts, report):
-                if not used.intersection(segment):
-                    chains.append((f"sidechain:{label}", segment))
-                    used.update(segment)
-        report.add("off_branch_turn", sum(1 for i in main if i not in used))
     out = []
-    for part, chain in chains:
+    for part, chain in _chains(nodes, by_uuid, turns, opts, report):
         msgs = _turns(nodes, chain, opts, report)
         if msgs:
             out.append(Conversation(source=str(path), format="claude-code", session=session, part=part,

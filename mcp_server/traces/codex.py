@@ -71,7 +71,8 @@ def _call(item: dict) -> Call:
     if kind == "custom_tool_call":
         args = {"input": item.get("input", "")}
     elif kind == "local_shell_call":
-        args = item.get("action") if isinstance(item.get("action"), dict) else {}
+        action = item.get("action")
+        args = action if isinstance(action, dict) else {}
     else:
         args = parse_arguments(item.get("arguments"))
     name = item.get("name") or {"local_shell_call": "local_shell", "tool_search_call": "tool_search"}.get(kind, kind)

@@ -5,8 +5,11 @@ A folder is searched recursively. An OpenCode file store (a folder with ``messag
 OpenCode database; every other ``.jsonl`` / ``.json`` file is one source, recognised by its first lines:
 
 - Pi: a ``session`` header line;
+- Factory Droid: a ``session_start`` line;
 - Codex: ``{timestamp, type, payload}`` lines (``session_meta``, ``response_item``, …);
 - Claude Code: ``user``/``assistant`` lines with ``uuid``/``sessionId``, or its bookkeeping lines;
+- Hermes Agent: a ``session_meta`` message line (gateway transcript), or a session object with ``messages`` and
+  Hermes' keys (``source`` + ``started_at`` in an export, ``session_id`` + ``session_start``/``platform`` in a log);
 - OpenCode export: ``{info, messages: [{info, parts}]}``;
 - OpenAI chat / ShareGPT: rows holding ``messages``, ``conversations`` or ``traj``.
 
@@ -15,9 +18,11 @@ With an explicit format every source found is read with that format.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TraceError
+from ..walk import walk_files
 from .jsonl import first_object
 from .opencode import is_sqlite_store, is_storage_root
 
@@ -29,20 +34,37 @@ SUFFIXES = (".jsonl", ".json")
 DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
-def _sniff_objects(objects: list[dict]) -> str | None:
-    for obj in objects:
-        kind = obj.get("type") if isinstance(obj.get("type"), str) else None
-        if kind == "session" and "id" in obj:
-            return "pi"
-        if kind in CODEX_TYPES and isinstance(obj.get("payload"), dict):
-            return "codex"
-        if kind in CLAUDE_TYPES and ("uuid" in obj or "sessionId" in obj or kind in ("summary", "file-history-snapshot")):
-            return "claude-code"
-        if isinstance(obj.get("info"), dict) and isinstance(obj.get("messages"), list):
-            return "opencode"
-        if any(isinstance(obj.get(k), list) for k in CHAT_KEYS):
-            return "openai"
+def _is_hermes(obj: dict) -> bool:
+    """A Hermes transcript's meta line, a `hermes sessions export` row or a CLI session log."""
+    if obj.get("role") == "session_meta":
+        return True
+    if not isinstance(obj.get("messages"), list):
+        return False
+    export = "source" in obj and "started_at" in obj
+    return export or ("session_id" in obj and ("session_start" in obj or "platform" in obj))
+
+
+def _format_of(obj: dict) -> str | None:
+    kind = obj.get("type") if isinstance(obj.get("type"), str) else None
+    if kind == "session" and "id" in obj:
+        return "pi"
+    if kind == "session_start" and "id" in obj:
+        return "droid"
+    if kind in CODEX_TYPES and isinstance(obj.get("payload"), dict):
+        return "codex"
+    if kind in CLAUDE_TYPES and ("uuid" in obj or "sessionId" in obj or kind in ("summary", "file-history-snapshot")):
+        return "claude-code"
+    if _is_hermes(obj):
+        return "hermes"
+    if isinstance(obj.get("info"), dict) and isinstance(obj.get("messages"), list):
+        return "opencode"
+    if any(isinstance(obj.get(k), list) for k in CHAT_KEYS):
+        return "openai"
     return None
+
+
+def _sniff_objects(objects: list[dict]) -> str | None:
+    return next((fmt for fmt in map(_format_of, objects) if fmt), None)
 
 
 def sniff(path: Path) -> str | None:
@@ -69,17 +91,10 @@ def sniff(path: Path) -> str | None:
 
 
 def _walk(folder: Path, out: list[Path]) -> None:
-    if is_storage_root(folder):
-        out.append(folder)
-        return
-    for child in sorted(folder.iterdir()):
-        if child.is_dir():
-            _walk(child, out)
-        elif child.suffix in SUFFIXES + DB_SUFFIXES:
-            out.append(child)
+    out += walk_files(folder, lambda p: p.suffix in SUFFIXES + DB_SUFFIXES, stop_at=is_storage_root)
 
 
-def find_sources(paths: list[str | Path], fmt: str = "auto") -> tuple[list[tuple[str, Path]], list[str]]:
+def find_sources(paths: Sequence[str | Path], fmt: str = "auto") -> tuple[list[tuple[str, Path]], list[str]]:
     """(format, path) per source, and the files skipped as not being sessions."""
     found: list[Path] = []
     for raw in paths:
@@ -87,7 +102,8 @@ def find_sources(paths: list[str | Path], fmt: str = "auto") -> tuple[list[tuple
         if not path.exists():
             raise TraceError(f"The path '{raw}' does not exist.",
                              "pass session files or folders, e.g. ~/.pi/agent/sessions, ~/.claude/projects, "
-                             "~/.codex/sessions or ~/.local/share/opencode/storage.")
+                             "~/.codex/sessions, ~/.local/share/opencode/storage, ~/.factory/sessions or "
+                             "~/.hermes/sessions.")
         if path.is_dir():
             _walk(path, found)
         else:
@@ -105,6 +121,6 @@ def find_sources(paths: list[str | Path], fmt: str = "auto") -> tuple[list[tuple
     if not sources:
         shown = ", ".join(skipped[:5]) or ", ".join(map(str, paths))
         raise TraceError(f"No agent sessions were found in {shown}.",
-                         "pass Pi, Claude Code, Codex or OpenCode session files/folders, or OpenAI/ShareGPT chat "
-                         "rows; or name the format with --format if detection failed.")
+                         "pass Pi, Claude Code, Codex, OpenCode, Factory Droid or Hermes Agent session files/folders, "
+                         "or OpenAI/ShareGPT chat rows; or name the format with --format if detection failed.")
     return sources, skipped

@@ -16,17 +16,13 @@ import hashlib
 import re
 from pathlib import Path
 
-from ..errors import TraceError
+from ..errors import HubUnreachable, TraceError
 from ..home import home_dir
 from .detect import DB_SUFFIXES, SUFFIXES
 
 PREFIX = "hf://datasets/"
 _REF = re.compile(r"^hf://datasets/([A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)(?:@([^@\s]+))?$")
 DONE_MARK = ".tunepack-complete"
-
-
-class HubUnreachable(TraceError):
-    """The Hub could not be reached (offline, DNS, proxy): the sessions cannot be fetched now."""
 
 
 def parse_ref(ref: str) -> tuple[str, str | None] | None:
@@ -64,7 +60,7 @@ def _commit(repo_id: str, revision: str | None) -> str:
     from ..hf_auth import endpoint
 
     try:
-        return HfApi(endpoint=endpoint(), token=_reader_token()).dataset_info(repo_id, revision=revision).sha
+        sha = HfApi(endpoint=endpoint(), token=_reader_token()).dataset_info(repo_id, revision=revision).sha
     except RevisionNotFoundError:
         raise TraceError(f"The dataset repo {repo_id} has no revision '{revision}'.",
                          "give a branch, tag or commit the repo has (or leave the revision out for main).") from None
@@ -73,6 +69,10 @@ def _commit(repo_id: str, revision: str | None) -> str:
                          "check the id, and for a private repo set HF_TOKEN to a token that can read it.") from None
     except Exception as exc:  # noqa: BLE001 — transport errors of httpx/httpx2/requests share no base class
         raise _unreachable(repo_id, exc) from None
+    if sha is None:
+        raise TraceError(f"The Hub did not report a commit for the dataset repo {repo_id} at '{revision or 'main'}'.",
+                         "try again later, or give the revision as a full commit sha.")
+    return sha
 
 
 def _unreachable(repo_id: str, exc: Exception) -> TraceError:

@@ -72,7 +72,7 @@ def first_object(path: Path, max_lines: int = 30) -> list[dict]:
     found: list[dict] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(max_lines), handle):
+            for _, line in zip(range(max_lines), handle, strict=False):
                 if line.strip():
                     found.extend(decode_line(line.strip())[0])
     except OSError:

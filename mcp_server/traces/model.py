@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..config.schema import untitled
 
-FORMATS = ("pi", "claude-code", "codex", "opencode", "openai")
-SourceFormat = Literal["auto", "pi", "claude-code", "codex", "opencode", "openai"]
+FORMATS = ("pi", "claude-code", "codex", "opencode", "openai", "hermes", "droid")
+SourceFormat = Literal["auto", "pi", "claude-code", "codex", "opencode", "openai", "hermes", "droid"]
 KEEPER_TEMPLATES = ("qwen3", "qwen2_5", "gptoss", "deepseekv3",  # TRL's training templates
                     "gemma4", "gemma4_v2", "gemma4_v3", "gemma4_v4", "gemma4_v5", "llama3_1", "llama3_2")  # tunepack's
 DROPPER_TEMPLATES = {

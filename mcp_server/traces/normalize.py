@@ -118,7 +118,7 @@ def _pair(msgs: list[Msg], by_position: bool, opts: ConvertOptions, report: File
         if turn is not None:
             calls: list[Call] = []
             answers: list[Msg] = []
-            for call, result in zip(turn.msg.calls, turn.results):
+            for call, result in zip(turn.msg.calls, turn.results, strict=False):
                 if result is None and not opts.keep_dangling_tool_calls:
                     report.add("tool_call_without_result")
                     continue
@@ -139,7 +139,7 @@ def _pair(msgs: list[Msg], by_position: bool, opts: ConvertOptions, report: File
         turn: _OpenTurn | None = state["turn"]
         if m.role == "tool":
             index = turn.match(m, by_position) if turn is not None else None
-            if index is None:
+            if turn is None or index is None:
                 report.add("tool_result_without_call")
             else:
                 turn.results[index] = m

@@ -51,7 +51,8 @@ def _calls(message: dict) -> list[Call]:
     for item in raw if isinstance(raw, list) else []:
         if not isinstance(item, dict):
             continue
-        fn = item.get("function") if isinstance(item.get("function"), dict) else item
+        function = item.get("function")
+        fn = function if isinstance(function, dict) else item
         calls.append(Call(id=item.get("id"), name=str(fn.get("name") or "unknown"),
                           arguments=parse_arguments(fn.get("arguments"))))
     return calls

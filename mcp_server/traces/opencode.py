@@ -99,14 +99,14 @@ def load_sqlite(path: Path, report: FileReport) -> Store:
         if "id" in columns:
             wanted = [c for c in ("id", "parent_id", "title", "directory") if c in columns]
             for row in db.execute(f"SELECT {', '.join(wanted)} FROM session"):
-                info = dict(zip(wanted, row))
+                info = dict(zip(wanted, row, strict=False))
                 store.sessions[info["id"]] = {"id": info["id"], "parentID": info.get("parent_id"),
                                               "title": info.get("title"), "directory": info.get("directory")}
         for mid, sid, data in db.execute("SELECT id, session_id, data FROM message ORDER BY session_id, id"):
             report.lines += 1
-            info = _loads(data, report)
-            if info is not None:
-                store.messages.setdefault(sid, []).append({**info, "id": mid, "sessionID": sid})
+            message = _loads(data, report)
+            if message is not None:
+                store.messages.setdefault(sid, []).append({**message, "id": mid, "sessionID": sid})
         for pid, mid, sid, data in db.execute("SELECT id, message_id, session_id, data FROM part ORDER BY id"):
             report.lines += 1
             part = _loads(data, report)
@@ -118,7 +118,8 @@ def load_sqlite(path: Path, report: FileReport) -> Store:
 
 
 def load_export(data: dict) -> Store:
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    raw_info = data.get("info")
+    info: dict = raw_info if isinstance(raw_info, dict) else {}
     sid = str(info.get("id") or "session")
     store = Store(sessions={sid: info})
     for entry in data.get("messages") or []:
@@ -157,7 +158,8 @@ class _Builder:
             self.segments[-1].append(Msg(role="user", content=text))
 
     def assistant(self, info: dict, parts: list[dict]) -> None:
-        error = info.get("error") if isinstance(info.get("error"), dict) else None
+        raw_error = info.get("error")
+        error = raw_error if isinstance(raw_error, dict) else None
         status = "ok" if not error else ("aborted" if error.get("name") == "MessageAbortedError" else "error")
         model = info.get("modelID") or (info.get("model") or {}).get("modelID")
         if info.get("summary") is True:  # a compaction: the summary opens the next conversation
@@ -182,7 +184,8 @@ class _Builder:
                 turn = current()
                 turn.reasoning = "\n\n".join(t for t in (turn.reasoning, as_text(part.get("text"))) if t.strip())
             elif kind == "tool":
-                state = part.get("state") if isinstance(part.get("state"), dict) else {}
+                raw_state = part.get("state")
+                state: dict = raw_state if isinstance(raw_state, dict) else {}
                 args = state.get("input")
                 call = Call(id=part.get("callID") or part.get("id"), name=str(part.get("tool") or "unknown"),
                             arguments=args if isinstance(args, dict) else {})
@@ -198,7 +201,8 @@ class _Builder:
 
 
 def _created(info: dict) -> tuple:
-    time = info.get("time") if isinstance(info.get("time"), dict) else {}
+    raw_time = info.get("time")
+    time: dict = raw_time if isinstance(raw_time, dict) else {}
     created = time.get("created")
     return (created if isinstance(created, (int, float)) else 0, str(info.get("id")))
 

@@ -143,7 +143,9 @@ def _segments(path: list[dict], opts: ConvertOptions, report: FileReport) -> lis
 def _branch(entries: list[dict], report: FileReport) -> list[dict]:
     """The entries from the root to the last entry, following parentId (v2+)."""
     by_id = {e["id"]: e for e in entries if isinstance(e.get("id"), str)}
-    path, seen, current = [], set(), entries[-1]
+    path: list[dict] = []
+    seen: set[int] = set()
+    current: dict | None = entries[-1]
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         path.append(current)
@@ -175,7 +177,8 @@ def read_pi(path: Path, opts: ConvertOptions, report: FileReport) -> list[Conver
             report.skip(kind)
     if not body:
         return []
-    version = header.get("version") if isinstance(header.get("version"), int) else 1
+    raw_version = header.get("version")
+    version = raw_version if isinstance(raw_version, int) else 1
     linear = version < 2 or not any("id" in e and "parentId" in e for e in body)
     if linear:
         for index, e in enumerate(body):  # the v1 → v2 migration: ids in file order, index → id

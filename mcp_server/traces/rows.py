@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from ..errors import TraceError
 from .model import DROPPER_TEMPLATES, Conversation, ConvertOptions
@@ -56,9 +57,11 @@ class TokenCounter:
 
     def count_messages(self, messages: list[dict], tools) -> int:
         """Exact tokens of ``messages`` rendered with the template (windows need a tokenizer)."""
-        out = self.tokenizer.apply_chat_template(messages, tools=tools or None, chat_template=self.template,
-                                                 tokenize=True, return_dict=True)
-        return len(out["input_ids"])
+        if self.tokenizer is None:
+            raise TraceError("Counting a window's tokens needs a tokenizer.",
+                             "add --tokenizer DIR (the model's tokenizer folder) with --rows window.")
+        return _length(self.tokenizer.apply_chat_template(messages, tools=tools or None, chat_template=self.template,
+                                                          tokenize=True, return_dict=True))
 
     def count(self, row: dict) -> int:
         messages = row.get("messages") or (row.get("prompt", []) + row.get("completion", []))
@@ -66,12 +69,22 @@ class TokenCounter:
             return len(json.dumps(messages, ensure_ascii=False)) // 4
         if self.template:
             try:
-                out = self.tokenizer.apply_chat_template(messages, tools=row.get("tools") or None,
-                                                         chat_template=self.template, tokenize=True, return_dict=True)
-                return len(out["input_ids"])
+                return _length(self.tokenizer.apply_chat_template(
+                    messages, tools=row.get("tools") or None, chat_template=self.template, tokenize=True,
+                    return_dict=True))
             except Exception:  # a template that cannot render the row: count its text instead
                 pass
         return len(self.tokenizer(json.dumps(messages, ensure_ascii=False))["input_ids"])
+
+
+def _length(encoded: object) -> int:
+    """The token count of ``apply_chat_template(tokenize=True, return_dict=True)``: always a BatchEncoding, though
+    its annotation lists every shape the method can return."""
+    from transformers import BatchEncoding
+
+    if not isinstance(encoded, BatchEncoding):
+        raise TypeError(f"apply_chat_template returned {type(encoded).__name__}, not a BatchEncoding")
+    return len(encoded["input_ids"])
 
 
 def _matches(model: str | None, wanted: str | None) -> bool:
@@ -97,7 +110,7 @@ def build_rows(conv: Conversation, norm: Normalized, tools: list[dict], opts: Co
         if opts.model and not any(_matches(m, opts.model) for m in models if m is not None):
             report.add("model_filter")
             return []
-        candidates = [{"messages": shaped, "tools": tools, **meta}]
+        candidates: list[dict[str, Any]] = [{"messages": shaped, "tools": tools, **meta}]
     else:
         candidates = []
         for j, m in enumerate(shaped):

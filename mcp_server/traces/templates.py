@@ -72,7 +72,7 @@ def _split_calls(messages: list[dict]) -> list[dict]:
             out.append(m)
             i += 1
             continue
-        results = {}
+        results: dict[str | None, list[dict]] = {}
         j = i + 1
         while j < len(messages) and messages[j]["role"] == "tool":
             results.setdefault(messages[j].get("tool_call_id"), []).append(messages[j])
@@ -110,6 +110,37 @@ def _drop_text_of_calls(messages: list[dict], counts: Counter) -> None:
             m["content"] = ""
 
 
+def _drop_reasoning(messages: list[dict], counts: Counter) -> None:
+    """Templates that render no reasoning: ``reasoning_content`` removed (and counted)."""
+    for m in messages:
+        if m.pop("reasoning_content", None):
+            counts["reasoning_not_rendered"] += 1
+
+
+def _drop_text_of_later_calls(messages: list[dict], counts: Counter) -> None:
+    """deepseekv3: only the first tool-calling message keeps its text."""
+    seen_call = False
+    for m in messages:
+        if m.get("tool_calls"):
+            if seen_call and m["content"]:
+                counts["text_of_later_tool_turn_removed"] += 1
+                m["content"] = ""
+            seen_call = True
+
+
+def _reasoning_as_thinking(messages: list[dict]) -> None:
+    """gpt-oss: reasoning, and the text of a tool-calling message, go in ``thinking``."""
+    for m in messages:
+        if m["role"] != "assistant":
+            continue
+        thinking = m.pop("reasoning_content", "")
+        if m.get("tool_calls") and m["content"]:
+            thinking = f"{thinking}\n\n{m['content']}".strip()
+            m["content"] = ""
+        if thinking:
+            m["thinking"] = thinking
+
+
 def shape(messages: list[dict], name: str | None, counts: Counter) -> list[dict]:
     """A copy of ``messages`` shaped for template ``name`` (None / qwen3 / droppers: unchanged)."""
     if name in (None, "qwen3") or name in DROPPER_TEMPLATES:
@@ -121,33 +152,15 @@ def shape(messages: list[dict], name: str | None, counts: Counter) -> list[dict]
         _drop_text_of_calls(out, counts)
         return out
     if name in ("llama3_1", "llama3_2"):
-        for m in out:
-            if m.pop("reasoning_content", None):
-                counts["reasoning_not_rendered"] += 1
+        _drop_reasoning(out, counts)
         _drop_text_of_calls(out, counts)
         return _split_calls(out)
     if name in ("qwen2_5", "deepseekv3"):
-        for m in out:
-            if m.pop("reasoning_content", None):
-                counts["reasoning_not_rendered"] += 1
+        _drop_reasoning(out, counts)
     if name == "deepseekv3":
-        seen_call = False
-        for m in out:
-            if m.get("tool_calls"):
-                if seen_call and m["content"]:
-                    counts["text_of_later_tool_turn_removed"] += 1
-                    m["content"] = ""
-                seen_call = True
+        _drop_text_of_later_calls(out, counts)
     if name == "gptoss":
-        for m in out:
-            if m["role"] != "assistant":
-                continue
-            thinking = m.pop("reasoning_content", "")
-            if m.get("tool_calls") and m["content"]:
-                thinking = f"{thinking}\n\n{m['content']}".strip()
-                m["content"] = ""
-            if thinking:
-                m["thinking"] = thinking
+        _reasoning_as_thinking(out)
         out = _split_calls(out)
     return out
 

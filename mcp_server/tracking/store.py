@@ -36,6 +36,9 @@ class RunSummary(BaseModel):
     maximum: dict[str, float]
 
 
+MAX_NAME_BYTES = 250  # a file name holds 255 bytes, with ".db"
+
+
 def _canonical(project: str) -> str:
     return "".join(c for c in project if c.isalnum() or c in "-_").rstrip() or "default"
 
@@ -45,6 +48,10 @@ class TrackioStore:
         self.directory = Path(directory) if directory else trackio_dir()
 
     def _connect(self, project: str) -> sqlite3.Connection:
+        if len(_canonical(project).encode()) > MAX_NAME_BYTES:
+            raise TrackingError(f"The project name is {len(project)} characters long; Trackio keeps each project "
+                                "in a file named after it, which cannot be that long.",
+                                "use the project name tracking_projects lists (or tracking.project of the config).")
         path = self.directory / f"{_canonical(project)}.db"
         if not path.is_file():
             known = ", ".join(self.projects()) or "none"

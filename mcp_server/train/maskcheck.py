@@ -18,7 +18,6 @@ silently drops the row when nothing trained is left) and reports the longest row
 from __future__ import annotations
 
 import json
-import re
 
 try:  # on the host; a rendered script embeds chat_templates.py just above this module instead
     from .chat_templates import TemplateChoiceError, has_generation_markers, pick_training_template, probe_tool_drops
@@ -263,11 +262,11 @@ class _RowCheck:
     possibly across messages the template joins into one turn) must end in a trained end-of-turn token
     before the next context part; the run and its stop token are the only places trained tokens may be."""
 
-    def __init__(self, tokenizer, messages, ids, mask, text, offsets, n_prompt, eot_ids, layout):
+    def __init__(self, tokenizer, messages, ids, mask, text, offsets, n_prompt, eot_ids, layout) -> None:
         self.tok, self.messages, self.ids, self.mask, self.text = tokenizer, messages, ids, mask, text
         self.offsets, self.n_prompt, self.eot_ids, self.layout = offsets, n_prompt, eot_ids, layout
         self.trained = bytearray(len(text))
-        for (start, end), m in zip(offsets, mask):
+        for (start, end), m in zip(offsets, mask, strict=False):
             if m:
                 self.trained[start:end] = b"\x01" * (end - start)
         self.allowed = bytearray(len(text))  # where trained tokens may fall: the model's own output
@@ -378,7 +377,8 @@ class _RowCheck:
         self.allowed[region:end] = b"\x01" * max(0, end - region)
 
     def stops(self) -> None:
-        open_run, region, last_end, last_index, context_end = False, 0, 0, None, 0
+        # last_index: the message of the last generated part (-1: none yet; only read once a run is open)
+        open_run, region, last_end, last_index, context_end = False, 0, 0, -1, 0
         for start, end, generated, index, group_start in sorted(self.parts, key=lambda p: (p[0], p[1])):
             if not generated:
                 if open_run:
@@ -400,7 +400,7 @@ class _RowCheck:
         for head, answers in _groups(self.messages):
             cursor = self.group(head, answers, cursor)
         self.stops()
-        stray = [i for i, ((s, e), m) in enumerate(zip(self.offsets, self.mask))
+        stray = [i for i, ((s, e), m) in enumerate(zip(self.offsets, self.mask, strict=False))
                  if m and e > s and not any(self.allowed[s:e])]
         if stray:
             snippet = self.tok.decode([self.ids[i] for i in stray[:12]])
@@ -425,8 +425,10 @@ def check_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0,
 def preview(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0) -> str:
     """The rendered row with trained spans wrapped in ⟦ ⟧, for a person or an agent to read."""
     ids, mask, _, _ = tokenize_row(tokenizer, messages, tools, chat_template, n_prompt)
-    parts, run, state = [], [], 0
-    for token, m in zip(ids + [None], mask + [-1]):
+    parts: list[str] = []
+    run: list[int] = []
+    state = 0
+    for token, m in zip(ids + [None], mask + [-1], strict=False):
         if m != state:
             if run:
                 piece = tokenizer.decode(run)
@@ -452,13 +454,7 @@ def expected_masks(tokenizer, rows, *, fmt: str, chat_template: str, sample: int
 
 # --- whole dataset -----------------------------------------------------------------------------
 
-def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_label: str, max_length: int,
-                  allow_truncation: bool = False, sample: int = 256,
-                  messages_column: str = "messages", tools_column: str = "tools") -> dict:
-    """Run every check; return the report or raise MaskCheckError with the fix."""
-    rows = list(rows)
-    if not rows:
-        raise MaskCheckError("The training split has no rows.", "point data.path at a file with at least one row.")
+def _refuse_untrainable_rows(rows: list, fmt: str, messages_column: str, tools_column: str) -> None:
     missing = rows_without_assistant(rows, fmt, messages_column, tools_column)
     if missing:
         shown = ", ".join(map(str, missing[:20])) + (" …" if len(missing) > 20 else "")
@@ -467,7 +463,10 @@ def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_lab
             "drop those rows or give each an assistant message with content or tool_calls; "
             "SFT only learns from assistant turns.",
         )
-    convs = [conversation(r, fmt, messages_column, tools_column) for r in rows]
+
+
+def _refuse_template(tokenizer, convs: list, fmt: str, chat_template: str, template_label: str) -> None:
+    """A template that cannot mark the assistant's tokens, or cannot carry the tool calls the rows hold."""
     if fmt == "messages" and not has_generation_markers(chat_template):
         raise MaskCheckError(
             f"The chat template '{template_label}' has no {{% generation %}} markers, so assistant tokens "
@@ -479,8 +478,42 @@ def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_lab
     if any(m.get("tool_calls") or m.get("role") in TOOL_ROLES for msgs, _, _ in convs for m in msgs):
         require_tool_support(tokenizer, chat_template, template_label)
 
+
+def _raise_on_findings(problems: list[str], truncated: list[int], dropped: list[int], lengths: list[int],
+                       max_length: int, allow_truncation: bool) -> None:
+    longest = max(range(len(lengths)), key=lengths.__getitem__)
+    if problems:
+        raise MaskCheckError(
+            f"The assistant mask is wrong in {len(problems)} places, e.g. {'; '.join(problems[:3])}.",
+            "use a chat template whose {% generation %} block covers exactly the assistant output and its "
+            "end-of-turn token (e.g. trl:qwen3, or chat_template: model for a family tunepack knows), then "
+            "re-run; `tunepack data preview CONFIG` shows which tokens of a row are trained.",
+        )
+    if (truncated or dropped) and not allow_truncation:
+        raise MaskCheckError(
+            f"training.max_length={max_length} cuts trained assistant tokens: {len(truncated)} rows would be "
+            f"truncated and {len(dropped)} silently dropped by TRL (longest row: {lengths[longest]} tokens, "
+            f"row {longest}).",
+            f"raise training.max_length to at least {lengths[longest]}, filter out the long rows, "
+            "or set data.allow_truncation: true to accept the loss.",
+        )
+
+
+def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_label: str, max_length: int,
+                  allow_truncation: bool = False, sample: int = 256,
+                  messages_column: str = "messages", tools_column: str = "tools") -> dict:
+    """Run every check; return the report or raise MaskCheckError with the fix."""
+    rows = list(rows)
+    if not rows:
+        raise MaskCheckError("The training split has no rows.", "point data.path at a file with at least one row.")
+    _refuse_untrainable_rows(rows, fmt, messages_column, tools_column)
+    convs = [conversation(r, fmt, messages_column, tools_column) for r in rows]
+    _refuse_template(tokenizer, convs, fmt, chat_template, template_label)
     eot_ids, layout = end_of_turn_ids(tokenizer), turn_layout(tokenizer, chat_template)
-    lengths, truncated, dropped, problems = [], [], [], []
+    lengths: list[int] = []
+    truncated: list[int] = []
+    dropped: list[int] = []
+    problems: list[str] = []
     trained_tokens = total_tokens = 0
     for index, (messages, tools, n_prompt) in enumerate(convs):
         ids, mask, _, _ = tokenize_row(tokenizer, messages, tools, chat_template, n_prompt)
@@ -500,19 +533,5 @@ def check_dataset(tokenizer, rows, *, fmt: str, chat_template: str, template_lab
         "longest_row_tokens": lengths[longest], "longest_row_index": longest, "max_length": max_length,
         "rows_truncated": len(truncated), "rows_dropped": len(dropped), "problems": problems[:50],
     }
-    if problems:
-        raise MaskCheckError(
-            f"The assistant mask is wrong in {len(problems)} places, e.g. {'; '.join(problems[:3])}.",
-            "use a chat template whose {% generation %} block covers exactly the assistant output and its "
-            "end-of-turn token (e.g. trl:qwen3, or chat_template: model for a family tunepack knows), then "
-            "re-run; `tunepack data preview CONFIG` shows which tokens of a row are trained.",
-        )
-    if (truncated or dropped) and not allow_truncation:
-        raise MaskCheckError(
-            f"training.max_length={max_length} cuts trained assistant tokens: {len(truncated)} rows would be "
-            f"truncated and {len(dropped)} silently dropped by TRL (longest row: {lengths[longest]} tokens, "
-            f"row {longest}).",
-            f"raise training.max_length to at least {lengths[longest]}, filter out the long rows, "
-            "or set data.allow_truncation: true to accept the loss.",
-        )
+    _raise_on_findings(problems, truncated, dropped, lengths, max_length, allow_truncation)
     return report

@@ -27,10 +27,10 @@ def preview_row(config_path: str, row: int = 0, chars: int = 6000) -> dict:
 
     from ..config import load_config
     from ..errors import DataError
-    from .data import read_local_rows
-    from .tiny_model import ensure_tiny_model
     from ..resources import chat_templates
     from . import maskcheck as mc
+    from .data import read_local_rows
+    from .tiny_model import ensure_tiny_model
 
     cfg = load_config(config_path)
     if not cfg.data.path:

@@ -15,6 +15,8 @@ Embedded verbatim in the rendered script (standard library only) and tested on i
   dataloader workers with pinned memory; on CPU: no workers (they would take the cores the math needs).
 """
 
+from typing import Any
+
 # attention implementation → (the package it needs, the least CUDA compute capability)
 FLASH = {"flash_attention_2": ("flash_attn", (8, 0)), "kernels-community/flash-attn3": ("kernels", (9, 0))}
 
@@ -34,7 +36,7 @@ def speed_plan(*, packing, checkpointing, batch: int, accumulation: int, cuda: b
                gpu_memory_gb: float = 0.0, weights_gb: float = 0.0, max_length: int = 1024,
                installed: tuple = ()) -> dict:
     """Every speed choice with its reason. ``packing`` / ``checkpointing``: True, False or "auto"."""
-    plan = {"reasons": []}
+    plan: dict[str, Any] = {"reasons": []}
 
     def choose(key, value, why):
         plan[key] = value

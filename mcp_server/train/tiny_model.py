@@ -28,6 +28,10 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 BUILDER_VERSION = "3"
 
@@ -68,8 +72,8 @@ FAMILIES = {
         bos="<bos>", eos="<eos>", pad="<pad>", stops=("<eos>", "<turn|>", "<|tool_response>"), adds_bos=True,
         extra=GEMMA4_MEDIA),
 }
-SIZES = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
-         "num_key_value_heads": 2}
+SIZES: dict[str, Any] = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+                         "num_key_value_heads": 2}
 
 
 def fingerprint(data_files: list[str], arch: str, vocab_size: int) -> str:
@@ -138,7 +142,8 @@ def _training_texts(rows: list[dict], template: str, family: Family) -> list[str
     for row in rows:
         messages, tools, _ = conversation(row, fmt)
         try:
-            texts.append(renderer.apply_chat_template(messages, tools=tools, tokenize=False))
+            # tokenize=False: the rendered text (a str)
+            texts.append(cast(str, renderer.apply_chat_template(messages, tools=tools, tokenize=False)))
         except Exception:  # a row this template refuses (e.g. Llama's one call per turn): its raw text still counts
             texts.append(json.dumps(messages, ensure_ascii=False))
     return texts
@@ -158,6 +163,7 @@ def build_tokenizer(texts: list[str], family: Family, template: str, vocab_size:
     bpe.add_tokens([AddedToken(t, special=False, normalized=False) for t in family.plain_added])
     if family.adds_bos:
         bos = family.bos
+        assert bos is not None, "a family whose tokenizer prepends bos names it"
         bpe.post_processor = processors.TemplateProcessing(
             single=f"{bos} $A", pair=f"{bos} $A {bos} $B", special_tokens=[(bos, bpe.token_to_id(bos))])
     named = {"bos_token": family.bos, "eos_token": family.eos, "pad_token": family.pad}
@@ -178,9 +184,10 @@ def build_model(family_name: str, tokenizer, family: Family):
 
     ids = tokenizer.convert_tokens_to_ids
     bos = ids(family.bos) if family.bos else None
-    common = {"vocab_size": len(tokenizer), "max_position_embeddings": 4096, "tie_word_embeddings": True,
-              "initializer_range": 0.1, "bos_token_id": bos, "eos_token_id": ids(family.eos),
-              "pad_token_id": ids(family.pad)}
+    common: dict[str, Any] = {"vocab_size": len(tokenizer), "max_position_embeddings": 4096, "tie_word_embeddings": True,
+                              "initializer_range": 0.1, "bos_token_id": bos, "eos_token_id": ids(family.eos),
+                              "pad_token_id": ids(family.pad)}
+    model: PreTrainedModel
     if family_name == "qwen3":
         from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -188,7 +195,7 @@ def build_model(family_name: str, tokenizer, family: Family):
     elif family_name == "llama3":
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        model = LlamaForCausalLM(LlamaConfig(**common, **SIZES, rope_theta=500000.0))
+        model = LlamaForCausalLM(LlamaConfig(**common, **SIZES, rope_parameters={"rope_type": "default", "rope_theta": 500000.0}))
     else:
         model = _gemma4(common, ids)
     stops = [ids(t) for t in family.stops]
@@ -201,7 +208,11 @@ def _gemma4(common: dict, ids):
     per-layer inputs) with one-layer vision and audio towers."""
     from transformers import Gemma4ForConditionalGeneration
     from transformers.models.gemma4.configuration_gemma4 import (
-        Gemma4AudioConfig, Gemma4Config, Gemma4TextConfig, Gemma4VisionConfig)
+        Gemma4AudioConfig,
+        Gemma4Config,
+        Gemma4TextConfig,
+        Gemma4VisionConfig,
+    )
 
     text = Gemma4TextConfig(
         **{k: v for k, v in common.items() if k != "tie_word_embeddings"}, hidden_size=64, intermediate_size=128,

@@ -20,6 +20,7 @@ token counts come from a ``count(messages, tools) -> int`` function that renders
 """
 
 import json
+from typing import Any
 
 TOOL_ROLES = ("tool", "ipython")
 CUT = "\n[… {n} characters cut by tunepack to fit the training window …]\n"
@@ -50,7 +51,7 @@ class _Planner:
         self.head = messages[:self.head_len]
         self.base = count(self.head, tools)
         self.full = [self.cost(messages[s:e]) for s, e, _ in self.units]  # the unit with its tool results
-        self.own = [self.cost(messages[s:s + 1]) if a else f for (s, _, a), f in zip(self.units, self.full)]
+        self.own = [self.cost(messages[s:s + 1]) if a else f for (s, _, a), f in zip(self.units, self.full, strict=False)]
         self.context_budget = int(max_length * context_share)
         self.trimmed = 0
 
@@ -154,9 +155,11 @@ def window_rows(rows: list, count, max_length: int, *, context_share: float = 0.
     trained and dropped (by reason), rows windowed, windows whose context was cut, and the compute multiplier
     (tokens processed ÷ tokens in the conversations). ``keep_turns`` adds each row's trained assistant message
     indices as ``trained_turns``."""
-    out, stats = [], {"conversations": 0, "windowed": 0, "windows": 0, "assistant_turns": 0, "turns_trained": 0,
-                      "turns_dropped": {}, "context_cut": 0, "tokens_in_conversations": 0, "tokens_processed": 0,
-                      "max_length": max_length, "context_share": context_share}
+    out: list[dict] = []
+    stats: dict[str, Any] = {
+        "conversations": 0, "windowed": 0, "windows": 0, "assistant_turns": 0, "turns_trained": 0,
+        "turns_dropped": {}, "context_cut": 0, "tokens_in_conversations": 0, "tokens_processed": 0,
+        "max_length": max_length, "context_share": context_share}
     for messages, tools, extra in rows:
         total = count(messages, tools)
         turns = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]

@@ -12,6 +12,10 @@ Usage:
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 ACTIONS = ["splits", "rows", "search", "filter", "stats", "size", "traces"]
 
@@ -36,6 +40,7 @@ def run(args) -> None:
     from . import ViewerError, open_backend, trace_view
 
     backend = open_backend(args.source)
+    out: BaseModel
     try:
         a, d, c, s = args.action, args.dataset, args.config, args.split
         if a == "splits":

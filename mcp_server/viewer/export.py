@@ -24,8 +24,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from .backend import UNEXPECTED, ViewerError
-from .responses import FeatureItem
 from .features import feature, quote
+from .responses import FeatureItem
 from .sources import SUFFIXES, SplitFiles
 
 ROW_IDX = "__row_idx"
@@ -160,7 +160,7 @@ def _write_parts(cur, split: SplitFiles, tmp: Path) -> None:
 def _light_columns(cur, source: str) -> list[str]:
     rel = cur.sql(f"SELECT * FROM {source} LIMIT 0")
     light, strings = [], []
-    for name, duck_type in zip(rel.columns[1:], rel.types[1:]):
+    for name, duck_type in zip(rel.columns[1:], rel.types[1:], strict=False):
         if duck_type.id in LIGHT_TYPES:
             light.append(name)
         elif duck_type.id == "varchar" and str(duck_type) != "JSON":
@@ -168,7 +168,7 @@ def _light_columns(cur, source: str) -> list[str]:
     if strings:
         lengths = cur.execute(f"SELECT {', '.join(f'avg(strlen({quote(s)}))' for s in strings)} FROM {source}"
                               ).fetchall()[0]
-        light += [s for s, avg in zip(strings, lengths) if (avg or 0) <= LIGHT_STRING_CHARS]
+        light += [s for s, avg in zip(strings, lengths, strict=False) if (avg or 0) <= LIGHT_STRING_CHARS]
     return [c for c in rel.columns[1:] if c in light]
 
 
@@ -229,8 +229,8 @@ class SplitState:
     @property
     def features(self) -> list[FeatureItem]:
         return [FeatureItem(feature_idx=i, name=n, type=feature(t)) for i, (n, t) in
-                enumerate(zip(self.columns, self.types))]
+                enumerate(zip(self.columns, self.types, strict=False))]
 
     def described(self) -> str:
         return ", ".join(f"{quote(n)} ({feature(t).get('dtype', feature(t).get('_type', 'struct'))})"
-                         for n, t in zip(self.columns, self.types))
+                         for n, t in zip(self.columns, self.types, strict=False))

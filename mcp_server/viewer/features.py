@@ -143,7 +143,7 @@ def text_sql(expr: str, duck_type, depth: int = 0) -> str | None:
         return None if inner is None else \
             f"coalesce(array_to_string(list_transform({expr}, {_lambda(var, inner)}), ' '), '')"
     if kind == "struct":
-        parts = [text_sql(f"{expr}.{quote(name)}", child, depth) for name, child in duck_type.children]
-        parts = [p for p in parts if p is not None]
+        found = [text_sql(f"{expr}.{quote(name)}", child, depth) for name, child in duck_type.children]
+        parts = [p for p in found if p is not None]
         return None if not parts else f"concat_ws(' ', {', '.join(parts)})"
     return None

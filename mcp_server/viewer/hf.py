@@ -9,11 +9,11 @@ what to do next.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
 
+from .. import settings
 from .backend import (
     INVALID_PARAMETER,
     MISSING_PARAMETER,
@@ -42,7 +42,7 @@ TIMEOUT_S = 20.0
 
 
 def viewer_url(base_url: str | None = None) -> str:
-    return (base_url or os.environ.get("TUNEPACK_VIEWER_URL") or DEFAULT_URL).rstrip("/")
+    return (base_url or settings.viewer_url() or DEFAULT_URL).rstrip("/")
 
 
 class HfViewer(ViewerBackend):
@@ -101,6 +101,11 @@ class HfViewer(ViewerBackend):
         query = {k: v for k, v in params.items() if v is not None}
         try:
             response = self._client.get(path, params=query)
+        except httpx.InvalidURL as exc:  # no request left: an argument cannot go into a URL (too long, control chars)
+            raise ViewerError(f"The request for {path} cannot be sent: {exc}.",
+                              "pass a Hub dataset id ('owner/name'), config and split names from viewer_splits, "
+                              "and a where/orderby/query of at most a few hundred characters.",
+                              INVALID_PARAMETER) from None
         except httpx.HTTPError as exc:
             raise ViewerError(f"The Datasets Viewer at {self.base_url} could not be reached for {path} "
                               f"({type(exc).__name__}).",

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..config.load import DATA_SUFFIXES
 from ..errors import DataError
 from ..train.maskcheck import MaskCheckError, conversation, detect_format, rows_without_assistant
+from ..walk import walk_files
 from .models import Column, ConversationStats, DatasetReport
 
 MAX_ROWS_SCANNED = 20000
@@ -20,7 +21,7 @@ def _files(paths: list[str]) -> list[Path]:
     files: list[Path] = []
     for entry in map(Path, paths):
         if entry.is_dir():
-            files += sorted(p for p in entry.rglob("*") if p.suffix in DATA_SUFFIXES)
+            files += walk_files(entry, lambda p: p.suffix in DATA_SUFFIXES)
         elif entry.is_file():
             files.append(entry)
         else:
@@ -36,9 +37,11 @@ def _relation(con, path: Path):
 
 def _string_arguments(row: dict, fmt: str, messages_column: str) -> int:
     """Tool calls whose arguments arrived as a JSON string (before tunepack normalises them)."""
-    raw = row.get(messages_column) if fmt == "messages" else (row.get("prompt"), row.get("completion"))
-    if fmt != "messages":
-        raw = [m for part in raw if isinstance(part, list) for m in part]
+    if fmt == "messages":
+        raw = row.get(messages_column)
+    else:
+        parts = (row.get("prompt"), row.get("completion"))
+        raw = [m for part in parts if isinstance(part, list) for m in part]
     count = 0
     for message in raw if isinstance(raw, list) else []:
         for call in (message or {}).get("tool_calls") or [] if isinstance(message, dict) else []:
@@ -78,8 +81,8 @@ def conversation_stats(rows: list[dict], fmt: str, messages_column: str, tools_c
 def inspect_dataset(paths: list[str], messages_column: str = "messages", tools_column: str = "tools") -> DatasetReport:
     import duckdb
 
-    from ..train.data import read_local_rows
     from ..traces.hub import PREFIX, converted_rows
+    from ..train.data import read_local_rows
 
     # a Hub repo of raw agent sessions (hf://datasets/NS/NAME[@REV]): the chat rows it converts to
     paths = [str(converted_rows(p)) if str(p).startswith(PREFIX) else p for p in paths]
@@ -93,7 +96,7 @@ def inspect_dataset(paths: list[str], messages_column: str = "messages", tools_c
         except duckdb.Error as exc:
             raise DataError(f"DuckDB cannot read '{f}': {str(exc).splitlines()[0]}",
                             "check the file is valid JSON Lines or Parquet.") from None
-        for name, dtype in zip(rel.columns, rel.dtypes):
+        for name, dtype in zip(rel.columns, rel.dtypes, strict=False):
             columns.setdefault(name, str(dtype) if len(str(dtype)) <= 160 else str(dtype)[:157] + "...")
         total += rel.aggregate("count(*)").fetchall()[0][0]
     rows: list[dict] = []

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..walk import walk_files
 from .backend import NOT_FOUND, ViewerError
 
 SUFFIXES = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
@@ -67,9 +68,9 @@ class Layout:
 
 
 def _data_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
-                  and p.name not in SKIP_NAMES and not p.name.startswith((".", "cache-"))
-                  and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    return walk_files(folder, lambda p: p.suffix.lower() in SUFFIXES and p.name not in SKIP_NAMES
+                      and not p.name.startswith((".", "cache-"))
+                      and not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
 def _by_keyword(root: Path, files: list[Path]) -> list[SplitFiles]:
@@ -95,7 +96,7 @@ def _saved_dataset(folder: Path, name: str) -> SplitFiles:
 
 
 def _cache_leaf(root: Path) -> Path | None:
-    leaves = [p.parent for p in root.rglob("dataset_info.json")
+    leaves = [p.parent for p in walk_files(root, lambda p: p.name == "dataset_info.json")
               if any(_CACHE_FILE.match(a.name) and not a.name.startswith("cache-") for a in p.parent.glob("*.arrow"))]
     return max(leaves, key=lambda p: p.stat().st_mtime) if leaves else None
 

@@ -41,8 +41,8 @@ def bin_edges(lo: float, hi: float, is_int: bool) -> list[float | int]:
         size = math.ceil((hi - lo + 1) / NUM_BINS)
         edges: list = list(range(int(lo), int(hi), size))
     else:
-        size = (hi - lo) / NUM_BINS
-        edges = [lo + i * size for i in range(NUM_BINS) if lo + i * size < hi]
+        width = (hi - lo) / NUM_BINS
+        edges = [lo + i * width for i in range(NUM_BINS) if lo + i * width < hi]
     if edges[-1] != hi:
         edges.append(hi)
     return edges
@@ -58,7 +58,10 @@ def _numeric(cur, source: str, expr: str, n: int, is_int: bool) -> NumericalStat
     if lo is None:
         return NumericalStatistics(nan_count=nan_count, nan_proportion=1.0 if n else 0.0, min=None, max=None,
                                    mean=None, median=None, std=None, histogram=None)
-    lo, hi = (int(lo), int(hi)) if is_int else (_round(lo), _round(hi))
+    if is_int:
+        lo, hi = int(lo), int(hi)
+    else:  # min and max of the non-NaN values: what _round does, without its None case
+        lo, hi = round(float(lo), DECIMALS), round(float(hi), DECIMALS)
     edges = bin_edges(lo, hi, is_int)
     if len(edges) == 2 and edges[0] == edges[1]:
         hist = [n - nan_count]
@@ -122,7 +125,7 @@ def statistics(cur, source: str) -> StatisticsResponse:
     rel = cur.sql(f"SELECT * FROM {source} LIMIT 0")
     n = cur.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0]
     items = []
-    for name, duck_type in zip(rel.columns, rel.types):
+    for name, duck_type in zip(rel.columns, rel.types, strict=False):
         if name == ROW_IDX:
             continue
         item = column_statistics(cur, source, name, duck_type, n)

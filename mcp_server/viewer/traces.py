@@ -99,7 +99,7 @@ def _arguments(stats: ToolCallStats, arguments: Any) -> None:
 
 
 class _Tally:
-    def __init__(self):
+    def __init__(self) -> None:
         self.sequences: Counter = Counter()
         self.roles: Counter = Counter()
         self.tools: dict[str, ToolCallStats] = {}

@@ -15,9 +15,9 @@ import json
 import re
 import shutil
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from .backend import (
     ViewerError,
     check_page,
 )
-from .export import ROW_IDX, SCAN_FILE, ExportInfo, SplitState, build_export, sql_str
+from .export import ROW_IDX, SCAN_FILE, ExportInfo, SplitState, build_export
 from .features import converter, feature, quote, text_sql
 from .responses import (
     MAX_ROWS_PER_PAGE,
@@ -150,7 +150,7 @@ class TwinViewer(ViewerBackend):
         seconds = 0.0
         with self._lock, FileLock(str(path) + ".lock"):
             if not path.is_dir():
-                parts = [p for n, t in zip(state.columns, state.types) if (p := text_sql(quote(n), t))]
+                parts = [p for n, t in zip(state.columns, state.types, strict=False) if (p := text_sql(quote(n), t))]
                 if not parts:
                     raise ViewerError(f"'{dataset}' has no text to search (no string columns).",
                                       "use viewer_filter with a where clause instead.", SEARCH_UNAVAILABLE)
@@ -195,8 +195,8 @@ class TwinViewer(ViewerBackend):
         else:
             values = [tuple(row.values()) for row in fetched.to_pylist()]
         found = {row[0]: row[1:] for row in values}
-        convert = [(n, converter(feature(t))) for n, t in zip(state.columns, state.types)]
-        return [RowItem(row_idx=i, row={n: (v if c is None else c(v)) for (n, c), v in zip(convert, found[i])},
+        convert = [(n, converter(feature(t))) for n, t in zip(state.columns, state.types, strict=False)]
+        return [RowItem(row_idx=i, row={n: (v if c is None else c(v)) for (n, c), v in zip(convert, found[i], strict=False)},
                         truncated_cells=[]) for i in ids if i in found]
 
     def _tables(self, state: SplitState, file: str, groups: list[int]) -> dict[int, Any]:
@@ -239,7 +239,7 @@ class TwinViewer(ViewerBackend):
                   columns: list[str] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
         state = self.split_state(dataset, config, split)
         names = [c for c in (columns or state.columns) if c in state.columns]
-        convert = {n: converter(feature(t)) for n, t in zip(state.columns, state.types)}
+        convert = {n: converter(feature(t)) for n, t in zip(state.columns, state.types, strict=False)}
         select = ", ".join([ROW_IDX] + [quote(n) for n in names])
         cur = self._cursor()
         try:
@@ -247,7 +247,7 @@ class TwinViewer(ViewerBackend):
                                  f"ORDER BY {ROW_IDX}")
             while batch := result.fetchmany(1000):
                 for row in batch:
-                    yield row[0], {n: (v if convert[n] is None else convert[n](v)) for n, v in zip(names, row[1:])}
+                    yield row[0], {n: (v if convert[n] is None else convert[n](v)) for n, v in zip(names, row[1:], strict=False)}
         finally:
             cur.close()
 
@@ -256,7 +256,7 @@ class TwinViewer(ViewerBackend):
     def is_valid(self, dataset: str) -> IsValidResponse:
         layout = find_layout(dataset)
         state = self.split_state(dataset, CONFIG, layout.splits[0].name)
-        searchable = any(text_sql(quote(n), t) for n, t in zip(state.columns, state.types))
+        searchable = any(text_sql(quote(n), t) for n, t in zip(state.columns, state.types, strict=False))
         return IsValidResponse(viewer=True, preview=True, search=searchable, filter=True, statistics=True)
 
     def splits(self, dataset: str, config: str | None = None) -> SplitsResponse:
@@ -341,13 +341,13 @@ class TwinViewer(ViewerBackend):
         """The select list of the in-memory scan table: short-valued string columns become sorted ENUMs (a filter
         compares small integers, several times faster; DuckDB still compares them as strings where it must)."""
         rel = cur.sql(f"SELECT * FROM {source} LIMIT 0")
-        strings = [c for c, t in zip(rel.columns, rel.dtypes) if str(t) == "VARCHAR"]
+        strings = [c for c, t in zip(rel.columns, rel.dtypes, strict=False) if str(t) == "VARCHAR"]
         if not strings:
             return "*"
         distinct = cur.execute(f"SELECT {', '.join(f'approx_count_distinct({quote(c)})' for c in strings)} "
                                f"FROM {source}").fetchall()[0]
         casts = []
-        for i, (column, count) in enumerate(zip(strings, distinct)):
+        for i, (column, count) in enumerate(zip(strings, distinct, strict=False)):
             if count and count <= ENUM_MAX_VALUES:
                 cur.execute(f"CREATE TYPE IF NOT EXISTS {name}_e{i} AS ENUM (SELECT DISTINCT {quote(column)} FROM "
                             f"{source} WHERE {quote(column)} IS NOT NULL ORDER BY 1)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from .contamination import check_contamination, iter_training_texts
 from .errors import KitError
@@ -78,18 +79,18 @@ def _task_results(log) -> dict:
     }
 
 
-def run_eval(spec: dict, progress=print) -> dict:
+def _check_spec(spec: dict) -> str:
+    """The sandbox mode, after refusing unknown keys and modes."""
     unknown = set(spec) - set(SPEC_KEYS)
     if unknown:
         raise KitError(f"Unknown eval spec keys: {sorted(unknown)}.", f"use only: {', '.join(SPEC_KEYS)}.")
-    from inspect_ai import eval as inspect_eval
-
     mode = spec.get("sandbox", "namespaces")
     if mode not in (*MODES, DOCKER):
         raise KitError(f"Unknown sandbox '{mode}'.", f"use one of: {', '.join((*MODES, DOCKER))}.")
-    counting = ensure_token_counting()
-    limits = Limits(timeout_s=float(spec.get("timeout_s", 10)), memory_mb=int(spec.get("memory_mb", 512)))
-    samples, temperature = int(spec.get("samples", 1)), float(spec.get("temperature", 0.0))
+    return mode
+
+
+def _problems(spec: dict) -> dict[str, list]:
     problems = {
         task_name(t): load_problems(t, spec.get("mbpp_source"), spec.get("limit"), spec.get("ids")) for t in spec["tasks"]
     }
@@ -97,51 +98,82 @@ def run_eval(spec: dict, progress=print) -> dict:
     if empty:
         raise KitError(f"No problems selected for {', '.join(empty)} (ids {spec.get('ids')}).",
                        "check eval.ids against the task's problem ids (HumanEval/0, mbpp/11, your jsonl ids).")
-    contamination = {}
-    if spec.get("train_data"):
-        for name, probs in problems.items():
-            texts = iter_training_texts(spec["train_data"])
-            report = check_contamination(probs, texts, spec.get("ngram", 13), min_overlap=spec.get("min_overlap", 0.5))
-            contamination[name] = report.to_dict()
-            progress(f"[tunepack] contamination {name}: {len(report.contaminated_ids)}/{report.n_problems} problems overlap the training data")
+    return problems
+
+
+def _contamination(spec: dict, problems: dict[str, list], progress) -> dict[str, dict]:
+    """Per task, which problems overlap the training data (n-grams); empty without training data."""
+    found: dict[str, dict] = {}
+    for name, probs in problems.items() if spec.get("train_data") else ():
+        texts = iter_training_texts(spec["train_data"])
+        report = check_contamination(probs, texts, spec.get("ngram", 13), min_overlap=spec.get("min_overlap", 0.5))
+        found[name] = report.to_dict()
+        progress(f"[tunepack] contamination {name}: {len(report.contaminated_ids)}/{report.n_problems} problems "
+                 "overlap the training data")
+    return found
+
+
+def _tasks_for(model: dict, problems: dict[str, list], rows: dict, contamination: dict, settings: dict) -> list:
+    """The Inspect tasks one model runs; a contaminated task of an adapter is withheld unless allowed."""
+    label, tasks = model["label"], []
+    for name, probs in problems.items():
+        dirty = bool(model.get("adapter")) and bool((contamination.get(name) or {}).get("contaminated"))
+        if dirty and not settings["allow"]:
+            rows[name]["scores"][label] = None
+            rows[name]["status"][label] = "withheld"
+            continue
+        rows[name]["status"][label] = "contaminated" if dirty else "scored"
+        tasks.append(code_task(probs, settings["box"] or DOCKER, settings["samples"], settings["temperature"],
+                               settings["max_tokens"], name, settings["limits"]))
+    return tasks
+
+
+def _run_model(model: dict, tasks: list, spec: dict, rows: dict, temperature: float, progress) -> None:
+    from inspect_ai import eval as inspect_eval
+
+    label = model["label"]
+    name_, args = resolve_model(model, spec.get("backend", "auto"), temperature)
+    progress(f"[tunepack] evaluating {label} ({name_}) on {', '.join(t.name for t in tasks)}")
+    try:
+        logs = inspect_eval(tasks, model=name_, model_args=args, log_dir=spec.get("log_dir"),
+                            display="none", score=True, fail_on_error=False)
+    except Exception as exc:  # noqa: BLE001 - model loading errors surface here, before any sample
+        raise KitError(
+            f"Inspect could not load or run the {label} model {name_} ({type(exc).__name__}: {str(exc)[:300]}).",
+            "check that the model/adapter exists and fits this machine (device, memory); for vLLM use a GPU.",
+        ) from exc
+    for log in logs:
+        res = _task_results(log)
+        row = rows[log.eval.task]
+        row["scores"][label], row["stderr"][label], row["logs"][label] = res["score"], res["stderr"], res["log"]
+
+
+def run_eval(spec: dict, progress=print) -> dict:
+    mode = _check_spec(spec)
+    counting = ensure_token_counting()
+    limits = Limits(timeout_s=float(spec.get("timeout_s", 10)), memory_mb=int(spec.get("memory_mb", 512)))
+    samples, temperature = int(spec.get("samples", 1)), float(spec.get("temperature", 0.0))
+    problems = _problems(spec)
+    contamination = _contamination(spec, problems, progress)
     allow = bool(spec.get("allow_contaminated"))
     box = None if mode == DOCKER else Sandbox(mode, workers=min(4, os.cpu_count() or 1), limits=limits).start()
-    rows = {name: {"task": name, "metric": "pass@1", "n": len(p), "samples": samples, "scores": {}, "stderr": {},
-                   "status": {}, "logs": {}, "contamination": contamination.get(name)} for name, p in problems.items()}
+    rows: dict[str, dict[str, Any]] = {
+        name: {"task": name, "metric": "pass@1", "n": len(p), "samples": samples, "scores": {}, "stderr": {},
+               "status": {}, "logs": {}, "contamination": contamination.get(name)} for name, p in problems.items()}
+    settings = {"allow": allow, "box": box, "samples": samples, "temperature": temperature, "limits": limits,
+                "max_tokens": int(spec.get("max_tokens", 512))}
     started = time.monotonic()
     try:
         for model in spec["models"]:
-            label = model["label"]
-            run_tasks = []
-            for name, probs in problems.items():
-                dirty = bool(model.get("adapter")) and bool((contamination.get(name) or {}).get("contaminated"))
-                if dirty and not allow:
-                    rows[name]["scores"][label] = None
-                    rows[name]["status"][label] = "withheld"
-                    continue
-                rows[name]["status"][label] = "contaminated" if dirty else "scored"
-                run_tasks.append(code_task(probs, box or DOCKER, samples, temperature, int(spec.get("max_tokens", 512)), name, limits))
-            if not run_tasks:
-                continue
-            name_, args = resolve_model(model, spec.get("backend", "auto"), temperature)
-            progress(f"[tunepack] evaluating {label} ({name_}) on {', '.join(t.name for t in run_tasks)}")
-            try:
-                logs = inspect_eval(run_tasks, model=name_, model_args=args, log_dir=spec.get("log_dir"),
-                                    display="none", score=True, fail_on_error=False)
-            except Exception as exc:  # noqa: BLE001 - model loading errors surface here, before any sample
-                raise KitError(
-                    f"Inspect could not load or run the {label} model {name_} ({type(exc).__name__}: {str(exc)[:300]}).",
-                    "check that the model/adapter exists and fits this machine (device, memory); for vLLM use a GPU.",
-                ) from exc
-            for log in logs:
-                res = _task_results(log)
-                row = rows[log.eval.task]
-                row["scores"][label], row["stderr"][label], row["logs"][label] = res["score"], res["stderr"], res["log"]
+            tasks = _tasks_for(model, problems, rows, contamination, settings)
+            if tasks:
+                _run_model(model, tasks, spec, rows, temperature, progress)
     finally:
         if box is not None:
             box.close()
     return {
         "tasks": list(rows.values()), "sandbox": mode, "isolated": mode == "namespaces" or mode == DOCKER,
         "token_counting": counting, "allow_contaminated": allow, "models": spec["models"],
-        "limit": spec.get("limit"), "ids": spec.get("ids") or [], "temperature": temperature, "duration_s": round(time.monotonic() - started, 2),
+        "limit": spec.get("limit"), "ids": spec.get("ids") or [], "temperature": temperature,
+        "duration_s": round(time.monotonic() - started, 2),
     }

@@ -61,13 +61,15 @@ class ExecResult:
 
 class _Worker:
     def __init__(self, mode: str):
+        self.proc: subprocess.Popen[str] | None
         try:
-            self.proc = subprocess.Popen(
+            self.proc = proc = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(CHILD), mode],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env={"PATH": CHILD_PATH}, cwd="/", close_fds=True, text=True, bufsize=1,
             )
-            ready = json.loads(self.proc.stdout.readline() or '{"ready": false, "error": "the sandbox process exited"}')
+            assert proc.stdout is not None, "stdout=PIPE"
+            ready = json.loads(proc.stdout.readline() or '{"ready": false, "error": "the sandbox process exited"}')
         except OSError as exc:
             self.proc, ready = None, {"ready": False, "error": repr(exc)}
         if not ready.get("ready"):
@@ -80,9 +82,12 @@ class _Worker:
             )
 
     def request(self, payload: dict) -> dict:
-        self.proc.stdin.write(json.dumps(payload) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None, \
+            "a worker that started has its process, with stdin and stdout piped"
+        proc.stdin.write(json.dumps(payload) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
         if not line:
             raise KitError("The sandbox process died while running a program.", "retry; if it repeats, report it.")
         return json.loads(line)

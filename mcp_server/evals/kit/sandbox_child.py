@@ -22,6 +22,7 @@ working directory, the same rlimits and an empty environment — no namespaces, 
 """
 
 import ctypes
+import importlib
 import json
 import os
 import platform
@@ -35,14 +36,15 @@ import time
 import traceback
 import uuid
 
-# Modules generated code commonly imports, loaded once here so each fork starts warm.
-import collections, functools, heapq, itertools, math, re, string  # noqa: E401,F401
-import bisect, copy, fractions, hashlib, operator, random, statistics, typing  # noqa: E401,F401
-
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
+# Modules generated code commonly imports, loaded once here so each fork starts warm.
+WARM = ("collections", "functools", "heapq", "itertools", "math", "re", "string", "bisect", "copy", "fractions",
+        "hashlib", "operator", "random", "statistics", "typing")
+for _name in WARM:
+    importlib.import_module(_name)
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
@@ -256,15 +258,14 @@ def _host_child(req: dict, out_w: int) -> None:
     _run_program(req["code"])
 
 
-def run_one(req: dict, mode: str, base: dict | None, root: str) -> dict:
-    start = time.monotonic()
-    out_r, out_w = os.pipe()
-    cg = Cgroups(base, req["max_pids"], req["memory_mb"]) if mode == "namespaces" else None
+def _start(req: dict, mode: str, cg: Cgroups | None, root: str | None, out_r: int, out_w: int) -> int:
+    """Fork the program's process (child A, or the unsafe-host child), writing to ``out_w``; its pid."""
     pid = os.fork()
     if pid == 0:
         os.close(out_r)
         try:
             if mode == "namespaces":
+                assert cg is not None and root is not None, "namespaces mode has its cgroups and root folder"
                 _isolated_child(req, cg, root, out_w)
             else:
                 _host_child(req, out_w)
@@ -273,8 +274,12 @@ def run_one(req: dict, mode: str, base: dict | None, root: str) -> dict:
         finally:
             os._exit(122)
     os.close(out_w)
-    deadline = start + req["timeout_s"]
-    limit = req.get("output_bytes", 16384)
+    return pid
+
+
+def _collect(out_r: int, pid: int, deadline: float, limit: int) -> tuple[bytes, int, int | None, bool]:
+    """Read the output until the program exits or ``deadline`` passes: (its first ``limit`` bytes, total size,
+    wait status or None while it still runs, timed out)."""
     chunks, size, status, timed_out = [], 0, None, False
 
     def take() -> bool:
@@ -301,6 +306,11 @@ def run_one(req: dict, mode: str, base: dict | None, root: str) -> dict:
             while select.select([out_r], [], [], 0)[0] and take():
                 pass
             break
+    return b"".join(chunks), size, status, timed_out
+
+
+def _stop(pid: int, cg: Cgroups | None, status: int | None, out_r: int) -> tuple[int, dict]:
+    """Kill whatever the program left running, reap it, close the pipe: (wait status, cgroup facts)."""
     facts = {}
     if cg is not None:
         cg.kill_all()
@@ -319,19 +329,35 @@ def run_one(req: dict, mode: str, base: dict | None, root: str) -> dict:
     os.close(out_r)
     if cg is not None:
         cg.remove()
-    code = os.waitstatus_to_exitcode(status)
-    output = b"".join(chunks).decode("utf-8", "replace")
+    return status, facts
+
+
+def _verdict(code: int, timed_out: bool, facts: dict) -> str:
     if timed_out:
-        result = "timeout"
-    elif code in (121, 122):  # 121: B could not isolate itself; 122: A could not (unshare, cgroups)
-        result = "sandbox_error"
-    elif facts.get("oom") or code in (-9, 137):
-        result = "oom" if facts.get("oom") else "killed"
-    else:
-        result = "passed" if code == 0 else "failed"
+        return "timeout"
+    if code in (121, 122):  # 121: B could not isolate itself; 122: A could not (unshare, cgroups)
+        return "sandbox_error"
+    if facts.get("oom") or code in (-9, 137):
+        return "oom" if facts.get("oom") else "killed"
+    return "passed" if code == 0 else "failed"
+
+
+def run_one(req: dict, mode: str, base: dict | None, root: str | None) -> dict:
+    """``base`` (the cgroup folders) and ``root`` are set in namespaces mode, None in unsafe-host mode."""
+    start = time.monotonic()
+    out_r, out_w = os.pipe()
+    cg = None
+    if mode == "namespaces":
+        assert base is not None, "namespaces mode made its cgroup folders at start"
+        cg = Cgroups(base, req["max_pids"], req["memory_mb"])
+    pid = _start(req, mode, cg, root, out_r, out_w)
+    limit = req.get("output_bytes", 16384)
+    data, size, status, timed_out = _collect(out_r, pid, start + req["timeout_s"], limit)
+    status, facts = _stop(pid, cg, status, out_r)
+    code = os.waitstatus_to_exitcode(status)
     return {
-        "status": result, "exit_code": code, "output": output, "output_truncated": size > limit,
-        "duration_s": round(time.monotonic() - start, 4), **facts,
+        "status": _verdict(code, timed_out, facts), "exit_code": code, "output": data.decode("utf-8", "replace"),
+        "output_truncated": size > limit, "duration_s": round(time.monotonic() - start, 4), **facts,
     }
 
 

@@ -19,6 +19,7 @@ from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState, generate
 
+from .errors import KitError
 from .problems import Problem, program_for, user_prompt
 from .sandbox import Limits, Sandbox
 
@@ -73,12 +74,15 @@ def code_task(
     limits: Limits | None = None,
 ) -> Task:
     """``sandbox`` is a started ``Sandbox`` or the string 'docker'."""
+    if isinstance(sandbox, str) and sandbox != DOCKER:
+        raise KitError(f"Unknown sandbox '{sandbox}'.", f"pass a started Sandbox or '{DOCKER}'.")
     docker = sandbox == DOCKER
+    box = sandbox if isinstance(sandbox, Sandbox) else None  # None: Inspect's docker sandbox
     config = GenerateConfig(max_tokens=max_tokens, temperature=temperature if temperature > 0 else None)
     return Task(
         dataset=_samples(problems),
         solver=generate(),
-        scorer=passes_tests(None if docker else sandbox, limits),
+        scorer=passes_tests(box, limits),
         epochs=Epochs(samples, "mean"),
         config=config,
         sandbox=DOCKER if docker else None,

@@ -10,8 +10,8 @@ import pytest
 
 from mcp_server.traces import ConvertOptions, convert
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "traces"
-SHARED_TRACES = Path(__file__).resolve().parents[2] / "shared" / "data" / "traces"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+SHARED_TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "traces"
 
 
 def shared(*parts: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TASKS = ["Fix the failing test in calc.py", "Add a docstring to parse()", "Rename helper to load_rows",
          "Remove the unused import in cli.py", "Make sum_all handle an empty list", "Add type hints to area()"]
 

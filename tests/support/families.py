@@ -9,7 +9,7 @@ from pathlib import Path
 
 from mcp_server.traces import ConvertOptions, convert
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data" / "traces"
 FIXTURES = REPO / "tests" / "fixtures" / "traces"
 SHORT_SESSIONS = ["claude_code/claude-code-viewer__1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support.common import REPO
 
 BIN = REPO / "node_modules" / ".bin"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")

@@ -40,7 +40,6 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
-from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 

@@ -1,0 +1,90 @@
+"""The ``tunepack`` command line: a thin face over the rooms, one module per group of commands (this
+package) or the room's own ``cli.py``. Every failure is one clean line.
+
+Usage:
+    tunepack validate | render | preflight | run CONFIG          (cli/pipeline.py)
+    tunepack jobs list | status | wait | logs | cancel | submit | hardware | cost
+    tunepack tracking projects | runs | summary | compare | plot
+    tunepack registry list | push | publish        tunepack export NAME [--merge] [--push REPO]
+    tunepack eval run NAME | results NAME | sandbox-check
+    tunepack traces convert PATHS… -o rows.jsonl
+    tunepack viewer rows|search|filter|stats|size|traces DATASET [--source hf]
+    tunepack skills list | read | check        tunepack pitfall add SKILL --symptom … --cause … --fix …
+    tunepack ledger …   tunepack research …   tunepack sweep …   tunepack harness check | sync
+    tunepack setup opencode|codex|claude [--project DIR | --user] [--dry-run] [--remove]
+    tunepack serve [--http] [--toolsets core,jobs]      tunepack budget show|set PROJECT [USD]
+    tunepack data inspect PATH | preview CONFIG --row N      tunepack tiny-model --data F -o DIR
+
+The README's "MCP tool → CLI command" table maps every MCP tool to its command here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from ..errors import TunepackError
+
+
+def cmd_serve(args) -> None:
+    from ..server import serve
+    from ..settings import toolsets
+
+    serve(http=args.http, host=args.host, port=args.port,
+          toolsets=args.toolsets if args.toolsets is not None else toolsets())
+
+
+def _add_serve(sub) -> None:
+    p = sub.add_parser("serve", help="start the MCP server (stdio; --http for streamable HTTP on 127.0.0.1)")
+    p.add_argument("--http", action="store_true")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--toolsets", default=None,
+                   help="comma-separated toolsets to expose: core (default: the whole contract), jobs, tracking, "
+                        "viewer, data, ledger, research, or all (also TUNEPACK_TOOLSETS)")
+    p.set_defaults(func=cmd_serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ..evals.cli import add_parser as add_eval
+    from ..harness.cli import add_parser as add_harness
+    from ..harness.cli import add_setup_parser as add_setup
+    from ..ledger.cli import add_parser as add_ledger
+    from ..registry.cli import add_parser as add_export
+    from ..research.cli import add_parser as add_research
+    from ..skills.cli import add_parsers as add_skills
+    from ..sweeps.cli import add_parser as add_sweep
+    from ..traces.cli import add_parser as add_traces
+    from ..viewer.cli import add_parser as add_viewer
+    from . import jobs, pipeline, registry, tracking
+
+    parser = argparse.ArgumentParser(prog="tunepack", description="Post-train small language models end to end.")
+    parser.add_argument("--version", action="version", version=f"tunepack {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    pipeline.add_parsers(sub)
+    for add in (jobs.add_parser, registry.add_parser, tracking.add_parser, add_eval, add_skills, add_viewer,
+                add_ledger, add_research, add_harness, add_sweep, _add_serve, add_traces, add_export,
+                add_setup):
+        add(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except TunepackError as exc:
+        print(f"tunepack: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:  # the commands that follow a job say what became of it
+        print(f"tunepack: interrupted{': ' + str(exc) if str(exc) else ''}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

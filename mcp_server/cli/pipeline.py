@@ -1,0 +1,226 @@
+"""Pipeline commands: validate, render, preflight, run (local or HF Jobs), the tiny replicas, data checks and
+the daily budget.
+
+Usage:
+    tunepack validate examples/demo.yaml [--show]
+    tunepack render examples/demo.yaml -o train.py
+    tunepack preflight examples/demo.yaml [--backend hf --flavor a10g-small --timeout 7200]
+    tunepack run examples/demo.yaml        |  tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
+    tunepack tiny-model --data examples/data/agent_traces.jsonl -o /tmp/tiny [--family llama3]
+    tunepack budget show|set PROJECT [USD]  |  tunepack data inspect PATH | preview CONFIG --row N
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..errors import TunepackError
+from .common import follow, print_json, progress, report_spend
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("validate", help="check a config (keys, types, combinations, paths)")
+    p.add_argument("config")
+    p.add_argument("--show", action="store_true", help="print the config with defaults filled in")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("render", help="write the self-contained PEP 723 training script")
+    p.add_argument("config")
+    p.add_argument("-o", "--output", default="train.py")
+    p.add_argument("--run-name", default=None, help="Trackio run name (default: from the config + a timestamp)")
+    p.set_defaults(func=cmd_render)
+
+    p = sub.add_parser("preflight", help="be sure before spending: checks, the cost quote, a mask-check + smoke job")
+    p.add_argument("config")
+    p.add_argument("--backend", default=None, choices=["local", "hf"], help="where the real run would go")
+    p.add_argument("--flavor", default=None, help="HF Jobs hardware flavor of the real run")
+    p.add_argument("--timeout", type=int, default=None, help="the real run's timeout, for the quote")
+    p.add_argument("--no-smoke", dest="smoke", action="store_false", help="checks and quote only, no smoke job")
+    p.add_argument("--no-wait", dest="wait", action="store_false", help="do not wait for the smoke job")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_preflight)
+
+    p = sub.add_parser("run", help="validate, render, train as a local job, track, register the adapter")
+    p.add_argument("config")
+    p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds")
+    p.add_argument("--backend", default="local", choices=["local", "hf"])
+    p.add_argument("--flavor", default=None, help="HF Jobs hardware flavor (hf backend)")
+    p.add_argument("--force", action="store_true", help="allow an hf training timeout under 30 minutes")
+    p.add_argument("-v", "--verbose", action="store_true", help="show every line of the job log")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("tiny-model", help="build a tiny random-initialised CPU replica of a model family")
+    p.add_argument("--data", nargs="+", required=True)
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--family", "--arch", dest="arch", choices=["qwen3", "llama3", "gemma4"], default="qwen3",
+                   help="the family replicated: its architecture class, special tokens and stock chat template")
+    p.add_argument("--vocab-size", type=int, default=2048)
+    p.set_defaults(func=cmd_tiny_model)
+
+    p = sub.add_parser("budget", help="show or set (humans only) a project's daily spending budget")
+    p.add_argument("action", choices=["show", "set"])
+    p.add_argument("project")
+    p.add_argument("usd", nargs="?", type=float)
+    p.set_defaults(func=cmd_budget)
+
+    p = sub.add_parser("data", help="inspect a dataset, or preview the trained tokens of one row")
+    p.add_argument("action", choices=["inspect", "preview"])
+    p.add_argument("path", help="dataset file/folder (inspect) or config (preview)")
+    p.add_argument("--row", type=int, default=0)
+    p.set_defaults(func=cmd_data)
+
+
+def cmd_validate(args) -> None:
+    from ..config import dump_config, load_config
+
+    cfg = load_config(args.config)
+    if args.json:
+        print_json(cfg.model_dump(mode="json"))
+    else:
+        print(f"ok: {args.config} is valid — model {cfg.model.name}, data {cfg.data.hub_id or ', '.join(cfg.data.path)}")
+        if args.show:
+            print(dump_config(cfg), end="")
+
+
+def cmd_render(args) -> None:
+    from ..config import load_config
+    from ..pipeline import precheck_data
+    from ..traces.spine import training_config_or_pending
+    from ..train.render import write_script
+    from ..train.tiny_model import ensure_tiny_model
+
+    # data.format traces: the script reads converted rows (sessions on an unreachable Hub: converted at run time)
+    cfg, pending = training_config_or_pending(load_config(args.config))
+    if pending:
+        print(f"tunepack: note: {pending}", file=sys.stderr)
+    model_path = None
+    if cfg.model.is_tiny:
+        precheck_data(cfg)
+        model_path = ensure_tiny_model(cfg)
+    out = write_script(cfg, args.output, model_path=model_path, run_name=args.run_name)
+    print(f"wrote {out} — run it with: python {out}  (or: uv run {out})")
+
+
+def cmd_run_remote(args) -> None:
+    """A run on HF Jobs: through the spending gate (the command is the approval; the daily budget applies),
+    follow the metric lines, then settle: the adapter's Hub repo + commit in the registry, the charge reconciled."""
+    from ..approval import Consent
+    from ..jobs import failure_error, get_backend
+    from ..pipeline import settle, start_pipeline
+
+    backend = get_backend(args.backend)
+    started = start_pipeline(args.config, backend=backend, timeout_s=args.timeout, flavor=args.flavor,
+                             force=args.force, consent=Consent.keyboard())
+    job = started.job
+    assert job is not None, "keyboard consent approves: the job was submitted"
+    report_spend(started.spend)
+    print(f"tunepack: submitted {job.id} on {args.backend} ({job.url})", file=sys.stderr)
+    info = follow(backend, job.id, None if args.json else progress(args.verbose), cancel=False)
+    if info.stage != "COMPLETED":
+        settle(backend, info)
+        raise failure_error(info, backend.logs(info.id))
+    settled = settle(backend, info)
+    assert settled is not None, "settling a completed remote training job records it"
+    result = settled["registered"]
+    if args.json:
+        print_json(result)
+    else:
+        print(f"done: {result['steps']} steps, loss {result['first_loss']:.4f} → {result['last_loss']:.4f}")
+        print(f"adapter:  {result['hub_repo']} @ {result['hub_commit']} (registry {result['registry_name']} "
+              f"v{result['registry_version']})")
+
+
+def cmd_preflight(args) -> None:
+    from ..jobs import failure_error, get_backend
+    from ..pipeline.preflight import preflight
+
+    report = preflight(args.config, backend=args.backend or "local", flavor=args.flavor, timeout_s=args.timeout,
+                       smoke=args.smoke)
+    if report.smoke_job and args.wait:  # the smoke job runs here, whatever backend the real run will use
+        backend = get_backend("local")
+        info = follow(backend, report.smoke_job.id, None if args.json else progress(False), cancel=True)
+        report = report.model_copy(update={"smoke_job": info})
+    if args.json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        for check in report.checks:
+            print(f"{check.status:<5} {check.name}: {check.detail}" + (f"  Fix: {check.fix}" if check.fix else ""))
+        if report.smoke_job:
+            print(f"smoke job {report.smoke_job.id}: {report.smoke_job.stage}")
+        waited = args.wait and report.smoke_job and report.smoke_job.stage == "COMPLETED"
+        print(f"ok: preflight passed — start the run: tunepack run {args.config}" if waited
+              else f"next: {report.next_step}")
+    if not report.ok:
+        raise TunepackError("Preflight failed a check (listed above).", report.next_step)
+    job = report.smoke_job
+    if job and args.wait and job.stage != "COMPLETED":
+        raise failure_error(job, get_backend("local").logs(job.id))
+
+
+def cmd_run(args) -> None:
+    from ..pipeline import run_pipeline
+
+    if args.backend != "local":
+        return cmd_run_remote(args)
+    print(f"tunepack: running {args.config}", file=sys.stderr)
+    result = run_pipeline(args.config, on_line=None if args.json else progress(args.verbose), timeout_s=args.timeout)
+    if args.json:
+        print_json(result.model_dump())
+        return
+    print(f"done in {result.wall_time_s:.0f} s: {result.steps} steps, loss {result.first_loss:.4f} → {result.last_loss:.4f}"
+          f" ({'4-bit QLoRA' if result.used_4bit else 'LoRA'})")
+    print(f"adapter:    {result.adapter_path}  (registry {result.registry_name} v{result.registry_version})")
+    print(f"model card: {result.card_path}")
+    print(f"trackio:    project '{result.trackio_project}', run '{result.trackio_run}' in {result.trackio_dir}"
+          f"  (view: TRACKIO_DIR={result.trackio_dir} trackio show --project {result.trackio_project})")
+    print(f"job log:    {result.log_path}")
+    if result.eval:
+        _print_eval(result.eval)
+
+
+def _print_eval(summary: dict) -> None:
+    if summary.get("error"):
+        err = summary["error"]
+        print(f"eval:       failed — {err['problem']} Fix: {err['fix']}")
+        return
+    print(f"eval:       recorded in {summary['results_path']} and the model card\n")
+    print(summary["table"])
+
+
+def cmd_tiny_model(args) -> None:
+    from ..errors import require_extra
+
+    require_extra("torch", "train")
+    from ..train.tiny_model import build_tiny_model
+
+    path = build_tiny_model(args.data, args.output, arch=args.arch, vocab_size=args.vocab_size)
+    print(f"wrote a tiny {args.arch} replica to {path}")
+
+
+def cmd_budget(args) -> None:
+    from ..approval import Budget
+
+    budget = Budget()
+    if args.action == "set":
+        if args.usd is None or args.usd < 0:
+            raise TunepackError("`tunepack budget set` needs a daily amount in USD (0 or more).",
+                                "e.g. tunepack budget set my-project 25")
+        budget.set_limit(args.project, args.usd)
+    print_json(budget.status(args.project).model_dump())
+
+
+def cmd_data(args) -> None:
+    if args.action == "inspect":
+        from ..viewer import inspect_dataset
+
+        print_json(inspect_dataset([args.path]).model_dump())
+    else:
+        from ..train.preview import preview_row
+
+        result = preview_row(args.path, args.row)
+        print(result["preview"])
+        print(f"\n{result['trained_tokens']} of {result['tokens']} tokens trained; problems: {result['problems'] or 'none'}")
+
+

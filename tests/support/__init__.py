@@ -1,0 +1,1 @@
+"""Helpers shared by the tests (imported as `support.<module>`; fixtures stay in conftest.py)."""
