@@ -2,6 +2,7 @@
 
 One definition (``catalog.py``: server launch, spending tools, roles, commands) is rendered into
 every harness's files (``render.py``); ``tunepack harness check`` fails when they drift.
+``setup.py`` (``tunepack setup``) writes the same pieces into any project, or a user's config.
 """
 
 from .catalog import COMMANDS, ROLES, SPENDING, Arg, Command, Role

@@ -24,8 +24,9 @@ LAUNCH_STUDY_SH = f'TUNEPACK_TOOLSETS={",".join(STUDY_TOOLSETS)} {LAUNCH_SH}'
 SETUP = "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[train,eval]'"
 INSTRUCTIONS = "agents.md"
 
-# Tools that start jobs (which may cost money) or publish: every harness asks the human before each call.
-SPENDING = ("pipeline_run", "jobs_submit", "eval_start", "registry_publish", "sweep_submit")
+# Tools that start jobs (which may cost money) or publish (traces_push uploads the user's own sessions off the
+# machine): every harness asks the human before each call.
+SPENDING = ("pipeline_run", "jobs_submit", "eval_start", "registry_publish", "sweep_submit", "traces_push")
 # Tools that only read (or write tunepack's own notes): allowed without a click in Claude Code.
 READ_ONLY = (
     "skills_list", "skills_read", "data_inspect", "data_mask_preview", "pipeline_validate", "pipeline_render",

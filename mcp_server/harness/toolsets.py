@@ -18,7 +18,7 @@ TOOLSETS: dict[str, tuple[str, ...]] = {
     "tracking": ("tracking_start", "tracking_log", "tracking_finish", "tracking_projects", "tracking_runs",
                  "tracking_compare"),
     "viewer": ("viewer_splits", "viewer_rows", "viewer_search", "viewer_filter", "viewer_statistics", "viewer_size"),
-    "data": ("traces_convert", "registry_push"),
+    "data": ("traces_convert", "traces_push", "registry_push"),
     "ledger": ("ledger_list", "ledger_propose", "ledger_claim", "ledger_record", "ledger_report"),
     "research": ("research_models", "research_datasets", "research_papers", "research_paper"),
 }
