@@ -23,6 +23,7 @@ from filelock import FileLock
 
 from .. import settings
 from ..errors import JobError
+from ..staging import process_alive
 from .store import JobStore
 
 SLOTLESS = ("slot", "none")  # label of jobs that only watch others (a sweep controller): they take no slot
@@ -34,14 +35,8 @@ def slotless(job: dict) -> bool:
 
 def pid_alive(pid: int | None, job_id: str | None = None) -> bool:
     """True when ``pid`` runs (and, where /proc can tell, is the runner of ``job_id``)."""
-    if not pid:
+    if not pid or not process_alive(pid):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
     cmdline = Path(f"/proc/{pid}/cmdline")
     if job_id and cmdline.exists():
         try:

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Literal
@@ -24,6 +23,7 @@ from pydantic import BaseModel, Field
 from ..approval import Consent, Decision, approve
 from ..errors import RegistryError, disk_guard
 from ..home import home_dir
+from ..staging import staging_folder
 from .hub import HUB_ID, HubPush, hub_card, push_folder
 from .local import AdapterVersion, LocalRegistry
 from .serve import ServeConfig, family_of, serve_config, vllm_command
@@ -240,21 +240,7 @@ def _merge(entry: AdapterVersion, manifest: dict, base: Base, target: Path, serv
 def _staging(parent: Path) -> Path:
     """A hidden staging folder tagged with this process id; those left by exports that were killed (an
     out-of-memory kill mid-merge) are removed first."""
-    parent.mkdir(parents=True, exist_ok=True)
-    for stale in parent.glob(f"{STAGING}*"):
-        pid = stale.name[len(STAGING):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-", dir=parent))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    return staging_folder(parent, STAGING)
     return True
 
 

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +23,7 @@ from pydantic import BaseModel
 
 from ..errors import RegistryError, disk_guard
 from ..home import home_dir
+from ..staging import staging_folder
 
 REQUIRED = ("adapter_config.json", "adapter_model.safetensors")
 SKIP = {"checkpoints", "training_args.bin", "README.md", "metrics.jsonl"}
@@ -170,21 +170,7 @@ class LocalRegistry:
 
 def _staging(folder: Path) -> Path:
     """A fresh hidden staging folder named after this process; those of writers that died (killed mid-copy) go."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob(".staging-*"):
-        pid = stale.name.split("-")[1]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(stale, ignore_errors=True)
-    return Path(tempfile.mkdtemp(prefix=f".staging-{os.getpid()}-", dir=folder))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+    return staging_folder(folder, ".staging-")
     return True
 
 

@@ -37,7 +37,7 @@ def _is_turn(obj: dict) -> bool:
     return obj.get("type") in ("user", "assistant") and isinstance(obj.get("message"), dict)
 
 
-def _block_text(content, report: FileReport) -> str:
+def block_text(content, report: FileReport) -> str:
     if isinstance(content, str):
         return content
     parts = []
@@ -115,10 +115,10 @@ def _user_blocks(content, msgs: list[Msg], report: FileReport) -> list[str]:
         if isinstance(block, str):
             texts.append(block)
         elif isinstance(block, dict) and block.get("type") == "tool_result":
-            msgs.append(Msg(role="tool", content=_block_text(block.get("content"), report),
+            msgs.append(Msg(role="tool", content=block_text(block.get("content"), report),
                             call_id=block.get("tool_use_id")))
         elif isinstance(block, dict) and block.get("type") in ("text", "image"):
-            texts.append(_block_text([block], report))
+            texts.append(block_text([block], report))
         elif block is not None:
             report.add("unknown_block_type")
     return texts

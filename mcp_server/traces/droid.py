@@ -17,22 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import TraceError
+from .claude_code import block_text
 from .jsonl import read_jsonl
 from .model import Call, Conversation, ConvertOptions, Msg, as_text, text_or_none
 from .stats import FileReport
-
-
-def _text(content, report: FileReport) -> str:
-    if isinstance(content, str):
-        return content
-    parts = []
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict) and block.get("type") == "text":
-            parts.append(as_text(block.get("text")))
-        elif isinstance(block, dict) and block.get("type") == "image":
-            report.add("image_omitted")
-            parts.append("[image]")
-    return "\n\n".join(p for p in parts if p)
 
 
 def _assistant(message: dict, report: FileReport) -> Msg:
@@ -59,9 +47,9 @@ def _user(message: dict, report: FileReport) -> list[Msg]:
     """The tool results of a user line (as tool messages), then its text."""
     content = message.get("content")
     blocks = content if isinstance(content, list) else []
-    out = [Msg(role="tool", content=_text(b.get("content"), report), call_id=b.get("tool_use_id"))
+    out = [Msg(role="tool", content=block_text(b.get("content"), report), call_id=b.get("tool_use_id"))
            for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-    text = _text([b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")]
+    text = block_text([b for b in blocks if not (isinstance(b, dict) and b.get("type") == "tool_result")]
                  if blocks else content, report)
     if text.strip():
         out.append(Msg(role="user", content=text))
@@ -76,7 +64,7 @@ def _message(line: dict, report: FileReport) -> list[Msg]:
     if isinstance(message, dict) and role == "user":
         return _user(message, report)
     if isinstance(message, dict) and role == "system":
-        return [Msg(role="system", content=_text(message.get("content"), report))]
+        return [Msg(role="system", content=block_text(message.get("content"), report))]
     report.add("unknown_message_role")
     return []
 
