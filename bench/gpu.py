@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,15 +31,13 @@ QWEN3_1_7B = dict(hidden_size=2048, intermediate_size=6144, num_hidden_layers=28
                   num_key_value_heads=8, head_dim=128, max_position_embeddings=40960, rope_theta=1_000_000.0)
 
 
-def build(family: str, folder: Path, rows: Path, quick: bool) -> tuple[Path, int]:
+def build(family: str, folder: Path, rows: Path) -> tuple[Path, int]:
     """(model folder, parameters): the family's tokenizer (special tokens, stock template) with the real shape's
-    random weights; with --quick the tiny replica itself."""
+    random weights. (--quick uses the tiny replica the windows were counted with.)"""
     import torch
 
     from mcp_server.train.tiny_model import build_tiny_model
 
-    if quick:
-        return build_tiny_model([str(rows)], folder / f"{family}-tiny", arch=family, vocab_size=1024), 0
     out = folder / f"{family}-full"
     if family == "gemma4":
         from gpu_check import build_model
@@ -96,7 +93,8 @@ def main() -> None:
     plan = [("qwen3", "none")] if args.quick else [(f, q) for f in ("qwen3", "gemma4") for q in ("none", "4bit")]
     table = []
     for family, quantization in plan:
-        model, parameters = build(family, folder, rows, args.quick)
+        # --quick: the very replica the windows were counted with (another vocabulary cuts rows differently)
+        model, parameters = (Path(setup["model"]), 0) if args.quick else build(family, folder, rows)
         for row in measure(family, model, setup, folder, quantization, env):
             row["trained_tokens_per_s"] = row["trained_tokens"] / row["runtime_s"]
             row["mfu"] = (6 * parameters * row.get("tokens_processed", row["trained_tokens"]) / row["runtime_s"]
