@@ -87,7 +87,7 @@ def _load_config(path: str | None) -> dict | None:
         return None
     import yaml
 
-    from .store import LedgerError
+    from ..errors import LedgerError
 
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
@@ -122,7 +122,7 @@ def _parse_metric(text: str | None) -> tuple[str | None, float | None]:
     """(name, value) of a --metric NAME=NUMBER, (None, None) without one."""
     if not text:
         return None, None
-    from .store import LedgerError
+    from ..errors import LedgerError
 
     name, sep, raw = text.rpartition("=")
     try:

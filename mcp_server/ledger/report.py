@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .store import Experiment, Ledger
+    from .model import Experiment
+    from .store import Ledger
 
 TSV_COLUMNS = ("id", "status", "parent", "variable", "value", "metric_name", "metric_value", "job_id", "worker",
                "do_not_repeat", "config_hash", "hypothesis", "expected", "note", "created_at", "finished_at")

@@ -10,29 +10,29 @@ processes.
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 import re
 import sqlite3
-from collections import Counter
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Literal, overload
-
-from pydantic import BaseModel, Field
+from typing import Iterator
 
 from ..dbfile import read_connection
 from ..errors import LedgerError, disk_guard
 from ..home import home_dir
-from ..redact import redact_text
-
-STATUSES = ("proposed", "running", "keep", "discard", "crash")
-FINISHED = ("keep", "discard", "crash")
-Direction = Literal["max", "min"]
-_LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "wer", "cer", "latency", "cost")
-_VARIABLE = re.compile(r"[A-Za-z0-9_.\-\[\]/:@]{1,200}")
-MAX_TEXT = 4000  # characters of a hypothesis, value, expectation, note, metric name or job id
+from .model import (
+    FINISHED,
+    STATUSES,
+    VARIABLE,
+    Experiment,
+    Plateau,
+    check_bounded,
+    clean_text,
+    config_hash_of,
+    direction_for,
+    is_better,
+    utc_now,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiments (
@@ -60,81 +60,6 @@ CREATE TABLE IF NOT EXISTS experiments (
 );
 CREATE INDEX IF NOT EXISTS experiments_status ON experiments (project, status);
 """
-
-
-class Experiment(BaseModel):
-    id: int
-    project: str
-    hypothesis: str
-    parent: int | None = Field(description="The experiment this one changes one variable of (None: a baseline).")
-    variable: str = Field(description="The one variable changed, e.g. training.learning_rate.")
-    value: str | None = Field(description="Its new value, as text.")
-    expected: str | None = Field(description="The effect the planner expects.")
-    config_hash: str
-    status: str
-    worker: str | None
-    job_id: str | None
-    metric_name: str | None
-    metric_value: float | None
-    note: str | None
-    do_not_repeat: bool
-    created_at: str
-    claimed_at: str | None
-    finished_at: str | None
-
-
-class Plateau(BaseModel):
-    should_stop: bool
-    reason: str
-    k: int = Field(description="Finished experiments without improvement that mean stop.")
-    metric: str | None
-    direction: str | None
-    best_id: int | None
-    best_value: float | None
-    since_best: int = Field(description="Finished experiments after the best one.")
-    finished: int
-
-
-def direction_for(metric: str | None) -> Direction:
-    """'min' for losses, perplexity, error rates, latency and cost; 'max' for everything else."""
-    name = (metric or "").lower()
-    return "min" if any(word in name for word in _LOWER_IS_BETTER) else "max"
-
-
-def config_hash_of(config: dict | None = None, *, parent_hash: str | None = None, variable: str = "",
-                   value: str | None = None) -> str:
-    """A short stable hash: of the full config when given, else of (parent's hash, variable, value)."""
-    payload = config if config is not None else {"parent": parent_hash, "variable": variable, "value": value}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-@overload
-def _clean(text: str) -> str: ...
-@overload
-def _clean(text: None) -> None: ...
-@overload
-def _clean(text: str | None) -> str | None: ...
-def _clean(text: str | None) -> str | None:
-    """Text an agent wrote, with any credential pasted into it redacted (the ledger is shared and exported)."""
-    return redact_text(text, Counter()) if text else text
-
-
-def _bounded(**texts: str | None) -> None:
-    for name, text in texts.items():
-        if text is not None and len(text) > MAX_TEXT:
-            raise LedgerError(f"The experiment's {name} is {len(text)} characters long; the ledger keeps at most "
-                              f"{MAX_TEXT}.", f"shorten the {name}: say it in a few sentences and point at files or "
-                              "job logs for the details.")
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _better(value: float, than: float | None, direction: str, min_delta: float) -> bool:
-    if than is None:
-        return True
-    return value > than + min_delta if direction == "max" else value < than - min_delta
 
 
 class Ledger:
@@ -208,13 +133,13 @@ class Ledger:
         if not hypothesis:
             raise LedgerError("An experiment needs a hypothesis.",
                               "say what you expect and why, e.g. 'a 2x learning rate converges faster on 2k rows'.")
-        if not _VARIABLE.fullmatch(variable):
+        if not VARIABLE.fullmatch(variable):
             raise LedgerError(f"'{variable}' is not one variable name: an experiment changes exactly one variable.",
                               "name one config key (e.g. training.learning_rate) and split multi-variable changes "
                               "into separate experiments.")
         text = None if value is None else (value if isinstance(value, str) else json.dumps(value))
-        _bounded(hypothesis=hypothesis, value=text, expected=expected, note=note)
-        hypothesis, text, expected, note = _clean(hypothesis), _clean(text), _clean(expected), _clean(note)
+        check_bounded(hypothesis=hypothesis, value=text, expected=expected, note=note)
+        hypothesis, text, expected, note = clean_text(hypothesis), clean_text(text), clean_text(expected), clean_text(note)
         with self._write() as db:
             parent_hash = self._row(db, parent)["config_hash"] if parent is not None else None
             digest = config_hash_of(config, parent_hash=parent_hash, variable=variable, value=text)
@@ -232,7 +157,7 @@ class Ledger:
                 "INSERT INTO experiments (project, id, hypothesis, parent, variable, value, expected, config_hash, "
                 "config, status, note, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'proposed', ?, ?)",
                 (self.project, new_id, hypothesis, parent, variable, text, expected, digest,
-                 json.dumps(config, sort_keys=True) if config is not None else None, note, _now()))
+                 json.dumps(config, sort_keys=True) if config is not None else None, note, utc_now()))
             return self._model(self._row(db, new_id))
 
     def claim(self, worker: str, experiment_id: int | None = None) -> Experiment | None:
@@ -253,7 +178,7 @@ class Ledger:
                     raise LedgerError(f"Experiment #{experiment_id} is {row['status']}{taken}, not proposed.",
                                       "claim another one (omit the id to take the oldest proposed).")
             db.execute("UPDATE experiments SET status = 'running', worker = ?, claimed_at = ? "
-                       "WHERE project = ? AND id = ?", (worker, _now(), self.project, row["id"]))
+                       "WHERE project = ? AND id = ?", (worker, utc_now(), self.project, row["id"]))
             return self._model(self._row(db, row["id"]))
 
     def record(self, experiment_id: int, status: str, *, metric_value: float | None = None,
@@ -264,7 +189,7 @@ class Ledger:
         if status not in ("running", *FINISHED):
             raise LedgerError(f"'{status}' is not a status to record.", "use running (to attach a job id), "
                               "keep, discard or crash.")
-        _bounded(note=note, metric_name=metric_name, job_id=job_id)
+        check_bounded(note=note, metric_name=metric_name, job_id=job_id)
         with self._write() as db:
             row = self._row(db, experiment_id)
             if row["status"] == "proposed":
@@ -291,7 +216,7 @@ class Ledger:
                 dnr = bool(row["do_not_repeat"])
             else:  # a discarded idea is not tried again; a crash may be, once its cause is fixed
                 dnr = status == "discard"
-            notes = "; ".join(n for n in (row["note"], _clean(note)) if n) or None
+            notes = "; ".join(n for n in (row["note"], clean_text(note)) if n) or None
             finishing = status in FINISHED
             seq = (db.execute("SELECT COALESCE(MAX(finished_seq), 0) + 1 FROM experiments").fetchone()[0]
                    if finishing and row["finished_seq"] is None else row["finished_seq"])
@@ -299,7 +224,7 @@ class Ledger:
                        "job_id), note = ?, do_not_repeat = ?, finished_at = COALESCE(finished_at, ?), finished_seq = ? "
                        "WHERE project = ? AND id = ?",
                        (status, name if value is not None else row["metric_name"], value, job_id, notes, int(dnr),
-                        _now() if finishing else None, seq, self.project, experiment_id))
+                        utc_now() if finishing else None, seq, self.project, experiment_id))
             return self._model(self._row(db, experiment_id))
 
     # --- reading --------------------------------------------------------------------------
@@ -352,7 +277,7 @@ class Ledger:
         best = None
         for e in self.finished():
             if e.status != "crash" and e.metric_name == metric and e.metric_value is not None:
-                if best is None or _better(e.metric_value, best.metric_value, direction, 0.0):
+                if best is None or is_better(e.metric_value, best.metric_value, direction, 0.0):
                     best = e
         return best
 
@@ -367,7 +292,7 @@ class Ledger:
         best, best_index = None, -1
         for i, e in enumerate(done):
             if e.status != "crash" and e.metric_name == metric and e.metric_value is not None \
-                    and _better(e.metric_value, best.metric_value if best else None, direction, min_delta):
+                    and is_better(e.metric_value, best.metric_value if best else None, direction, min_delta):
                 best, best_index = e, i
         since = len(done) - 1 - best_index
         stop = since >= k

