@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import json
-import re
 
 import pytest
 
@@ -17,6 +15,7 @@ from mcp_server.evals.kit.runner import resolve_model, run_eval
 from mcp_server.approval import Consent
 from mcp_server.evals.service import eval_results, start_eval
 from mcp_server.jobs import get_backend
+from mcp_server.jobs.transport import script_from_command
 from mcp_server.registry import LocalRegistry
 from mcp_server.registry.card import NOT_EVALUATED, RESULTS_END, RESULTS_START
 
@@ -31,8 +30,7 @@ def remote_version(name: str, base: str = "Qwen/Qwen3-0.6B"):
 
 
 def script_of(request) -> str:
-    encoded = re.search(r"echo (\S+) \| base64 -d", request.body["command"][2]).group(1)
-    return base64.b64decode(encoded).decode()
+    return script_from_command(request.body["command"])
 
 
 def test_a_remote_eval_runs_the_rendered_script_and_records_its_results(hub):

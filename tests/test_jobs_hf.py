@@ -1,6 +1,5 @@
 """The HF Jobs backend through huggingface_hub against the loopback stand-in."""
 
-import base64
 import os
 import stat
 import subprocess
@@ -10,6 +9,7 @@ import pytest
 from mcp_server.errors import JobError, TunepackError
 from mcp_server.jobs import JobSpec, get_backend
 from mcp_server.jobs.hf import UV_IMAGE, inline_command
+from mcp_server.jobs.transport import script_from_command
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_inline_command_really_runs_the_script(tmp_path, script):
                           env={**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "args ['--name', 'a b', '$HOME']"
-    assert base64.b64encode(script.read_bytes()).decode() in command[2]
+    assert script_from_command(command) == script.read_text()
 
 
 def test_status_logs_list_cancel_and_hardware(hub, script):

@@ -1,9 +1,7 @@
 """The pipeline on HF Jobs (stand-in): data upload, script pinned to repo@revision and pushing to the
 output repo, timeout policy, and recording the finished run in the registry with its Hub commit."""
 
-import base64
 import json
-import re
 
 import pytest
 
@@ -12,6 +10,7 @@ from mcp_server.approval import Budget, Consent
 from mcp_server.config import parse_config
 from mcp_server.errors import ConfigError, JobError
 from mcp_server.jobs import get_backend
+from mcp_server.jobs.transport import script_from_command
 from mcp_server.pipeline import start_pipeline
 from mcp_server.pipeline.remote import MIN_TRAIN_TIMEOUT_S, finish_remote, suggest_timeout_s
 from mcp_server.registry import LocalRegistry
@@ -26,14 +25,13 @@ def config(tmp_path, **extra):
 
 
 def script_of(request) -> str:
-    encoded = re.search(r"echo (\S+) \| base64 -d", request.body["command"][2]).group(1)
-    return base64.b64decode(encoded).decode()
+    return script_from_command(request.body["command"])
 
 
 def test_start_uploads_data_and_pins_the_script(hub, tmp_path):
     quote = start_pipeline(config(tmp_path), backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small")
     assert quote.job is None and quote.run_dir is None and not hub.requests("POST", "/api/jobs/alice")
-    assert not hub.state.repos  # no consent: a quote, and nothing uploaded or written
+    assert not [r for r in hub.state.repos if r.startswith("alice/")]  # no consent: a quote, nothing uploaded
     started = start_pipeline(config(tmp_path), backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small",
                              consent=Consent(token=quote.spend.decision.approval_token))
     data_repo = next(r for r, v in hub.state.repos.items() if v["type"] == "dataset")
@@ -138,7 +136,7 @@ def test_the_cli_is_held_to_the_daily_budget(hub, tmp_path):
     Budget().set_limit("remote-budget", 0.25)
     done = run_cli("run", str(path), "--backend", "hf", "--flavor", "t4-small", "--timeout", "3600", timeout=120)
     assert done.returncode == 1 and "Budget refused" in done.stderr and "remote-budget" in done.stderr
-    assert not hub.requests("POST", "/api/jobs/alice") and not hub.state.repos  # nothing submitted or uploaded
+    assert not hub.requests("POST", "/api/jobs/alice") and not [r for r in hub.state.repos if r.startswith("alice/")]
 
 
 def test_jobs_status_from_the_cli_settles_a_finished_remote_run(hub, tmp_path):

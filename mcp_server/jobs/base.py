@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from ..errors import JobError, TunepackError
+from .cache import Mount
 from .markers import parse
 
 Stage = Literal["SCHEDULING", "RUNNING", "COMPLETED", "ERROR", "CANCELED", "DELETED"]
@@ -37,6 +38,8 @@ class JobSpec(BaseModel):
     timeout_s: int | None = Field(None, ge=1, description="Kill the job after this many seconds.")
     flavor: str | None = Field(None, description="Hardware flavor (see the hardware list).")
     replicas: int = Field(1, ge=1, description="Number of machines (cost is charged per replica).")
+    volumes: list[Mount] = Field(default_factory=list,
+                                 description="Repos (read-only, at a commit) and buckets mounted into an HF job.")
 
     @model_validator(mode="after")
     def _one_entry_point(self) -> "JobSpec":

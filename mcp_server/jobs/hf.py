@@ -1,18 +1,17 @@
 """The HF Jobs backend, through huggingface_hub's Jobs API.
 
-A job runs one rendered script on the uv image. The script travels inline — base64 in the
-command, decoded by ``bash -c`` and run with ``uv run`` — because handing a local path to
-``run_uv_job`` uploads it through a storage bucket and prints to stdout (which is the MCP stream).
+A job runs one rendered script on the uv image. The script travels inline — xz + base64 in the
+command, decoded by ``bash -c`` and run with ``uv run`` (``transport.py``, which also holds the size
+limits checked before every submit) — because handing a local path to ``run_uv_job`` uploads it
+through a storage bucket and prints to stdout (which is the MCP stream).
 The HF token goes in as a job *secret*, never as env; other secrets are read from the environment
 by name. Jobs are ephemeral: the training script pushes its outputs to the Hub itself.
 """
 
 from __future__ import annotations
 
-import base64
 import builtins
 import re
-import shlex
 import time
 from datetime import datetime
 from pathlib import Path
@@ -20,23 +19,16 @@ from pathlib import Path
 from .. import hf_auth, settings
 from ..errors import JobError
 from .base import Hardware, JobBackend, JobInfo, JobSpec
+from .hf_rules import check_env_names, check_flavor, check_labels, check_secret_names, parse_timeout
+from .transport import check_limits, inline_command
 
 UV_IMAGE = "ghcr.io/astral-sh/uv:python3.12-bookworm"
-SCRIPT_IN_JOB = "/tmp/tunepack_job.py"
 UNIT_HOURS = {"hour": 1.0, "minute": 60.0, "second": 3600.0}
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")  # it goes into the API's URL path
 
 
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value else None
-
-
-def inline_command(script_text: str, args: list[str]) -> list[str]:
-    """bash -c that writes the base64-encoded script to a file and runs it with uv."""
-    encoded = base64.b64encode(script_text.encode()).decode()
-    run = f"echo {encoded} | base64 -d > {SCRIPT_IN_JOB} && exec uv run {SCRIPT_IN_JOB} " + " ".join(
-        shlex.quote(a) for a in args)
-    return ["bash", "-c", run]
 
 
 class HfBackend(JobBackend):
@@ -74,6 +66,37 @@ class HfBackend(JobBackend):
                        ended_at=_ts(job.finished_at), flavor=job.flavor, url=job.url)
 
     def submit(self, spec: JobSpec) -> JobInfo:
+        script = self._script(spec)
+        self._check_rules(spec)
+        secrets = self._secrets(spec)
+        text = script.read_text(encoding="utf-8")
+        command = inline_command(text, spec.args)
+        check_limits(command, {**spec.env, **secrets}, script_bytes=len(text.encode("utf-8")))
+        job = self._call("Submitting the job", lambda: self.api.run_job(
+            image=UV_IMAGE, command=command, env=spec.env or None, secrets=secrets, flavor=spec.flavor or "cpu-basic",
+            timeout=spec.timeout_s, name=spec.name, labels=spec.labels or None, namespace=self.namespace,
+            volumes=[m.to_volume() for m in spec.volumes] or None))
+        return self._info(job)
+
+    def _check_rules(self, spec: JobSpec) -> None:
+        """What huggingface_hub and the Hub accept (hf_rules.py), before anything is sent: the flavor against the
+        live hardware list (tunepack's table when it cannot be read), the timeout's format, labels, names."""
+        from .pricing import hf_flavors
+
+        try:
+            known = [h.name for h in self.hardware()]
+        except Exception:  # noqa: BLE001 — unreachable or refused: the submit itself will say why; check offline
+            known = [h.name for h in hf_flavors()]
+        check_flavor(spec.flavor or "cpu-basic", known)
+        if spec.timeout_s is not None:
+            parse_timeout(spec.timeout_s)
+        check_labels(spec.labels)
+        check_labels({"name": spec.name})
+        check_secret_names(spec.secrets)
+        check_env_names(spec.env)
+
+    @staticmethod
+    def _script(spec: JobSpec) -> Path:
         if spec.module:
             raise JobError(f"The hf backend runs rendered scripts only; '{spec.module}' is a local tunepack module.",
                            "submit a rendered script (pipeline_render) or run the pipeline with backend 'hf'.")
@@ -81,6 +104,11 @@ class HfBackend(JobBackend):
         script = Path(spec.script)
         if not script.is_file():
             raise JobError(f"Script '{script}' does not exist.", "render one first (pipeline_render).")
+        return script
+
+    @staticmethod
+    def _secrets(spec: JobSpec) -> dict[str, str]:
+        """The HF token and the named secrets' values (job secrets: environment variables inside the job only)."""
         secrets = {"HF_TOKEN": hf_auth.token()}
         for name in spec.secrets:
             if name == "HF_TOKEN":
@@ -94,11 +122,7 @@ class HfBackend(JobBackend):
         if leaked:
             raise JobError(f"Environment variable(s) {', '.join(leaked)} look like secrets.",
                            "pass them in secrets (by name), never in env.")
-        job = self._call("Submitting the job", lambda: self.api.run_job(
-            image=UV_IMAGE, command=inline_command(script.read_text(encoding="utf-8"), spec.args),
-            env=spec.env or None, secrets=secrets, flavor=spec.flavor or "cpu-basic", timeout=spec.timeout_s,
-            name=spec.name, labels=spec.labels or None, namespace=self.namespace))
-        return self._info(job)
+        return secrets
 
     @staticmethod
     def _checked(job_id: str) -> str:

@@ -64,6 +64,9 @@ class LocalBackend(JobBackend):
         if spec.flavor not in LOCAL_FLAVORS:
             raise JobError(f"The local backend runs on this machine; '{spec.flavor}' is not a local flavor.",
                            "leave flavor empty (or 'local') for local jobs, or choose the hf backend for GPU flavors.")
+        if spec.volumes:
+            raise JobError("Volumes are mounted into HF jobs only; a local job reads this machine's files and caches.",
+                           "drop volumes from the spec, or submit with backend 'hf'.")
         missing = [name for name in spec.secrets if not settings.secret(name)]
         if missing:
             raise JobError(f"The job needs the secret(s) {', '.join(missing)}, which are not set in the environment.",

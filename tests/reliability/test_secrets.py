@@ -9,7 +9,6 @@ as it must. A token an agent pastes into a pitfall, a ledger entry or a session 
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -31,6 +30,7 @@ from test_server import params
 from test_sweeps_controller import finished
 
 from mcp_server.jobs import get_backend
+from mcp_server.jobs.transport import script_from_command
 from mcp_server.sweeps import cancel_sweep, sweep_dir
 
 pytestmark = pytest.mark.slow
@@ -64,9 +64,8 @@ class Recorder:
 
 
 def _script_of(body: dict) -> str:
-    """The script an HF job was given (its command carries it base64-encoded)."""
-    found = re.search(r"echo (\S+) \| base64 -d", " ".join(body.get("command") or []))
-    return base64.b64decode(found.group(1)).decode(errors="replace") if found else ""
+    """The script an HF job was given (its command carries it packed)."""
+    return script_from_command(body.get("command") or [])
 
 
 def _leaks_in_files(roots: list[Path], since: float) -> dict[str, int]:
@@ -114,7 +113,7 @@ def secret_world(tmp_path, monkeypatch):
     (hf_home / "token").write_text(TOKEN)
     skills = tmp_path / "skills"
     shutil.copytree(REPO / "skills" / "tunepack-sft", skills / "tunepack-sft")
-    with HubStandIn() as hub:
+    with HubStandIn(run_jobs=False) as hub:
         hub.state.token = TOKEN
         for name, value in {"HF_TOKEN": TOKEN, "HF_HOME": str(hf_home), "HF_ENDPOINT": hub.endpoint,
                             "TUNEPACK_SKILLS_DIR": str(skills), "TUNEPACK_LOCAL_MAX_JOBS": "3"}.items():
