@@ -21,10 +21,22 @@ os.environ["TUNEPACK_TOOLSETS"] = "all"  # servers the tests start expose every 
 
 @pytest.fixture
 def hub(monkeypatch):
-    """A loopback Hub + Jobs stand-in, with HF_ENDPOINT and HF_TOKEN pointing at it."""
+    """A loopback Hub + Jobs stand-in, with HF_ENDPOINT and HF_TOKEN pointing at it. Jobs are only recorded
+    (they stay SCHEDULING): tests drive them with ``hub.set_stage`` and ``hub.state.logs``."""
     from support.standin.hub_service import HubStandIn
 
-    with HubStandIn() as stand_in:
+    with HubStandIn(run_jobs=False) as stand_in:
+        monkeypatch.setenv("HF_ENDPOINT", stand_in.endpoint)
+        monkeypatch.setenv("HF_TOKEN", stand_in.state.token)
+        yield stand_in
+
+
+@pytest.fixture
+def jobs_hub(monkeypatch):
+    """The same stand-in, but it executes the jobs it is given (``hub.wait_job``, ``hub.job_log``, ``hub.kill_job``)."""
+    from support.standin.hub_service import HubStandIn
+
+    with HubStandIn(run_jobs=True) as stand_in:
         monkeypatch.setenv("HF_ENDPOINT", stand_in.endpoint)
         monkeypatch.setenv("HF_TOKEN", stand_in.state.token)
         yield stand_in

@@ -136,7 +136,7 @@ def world(tmp_path_factory):
     from mcp_server.registry import LocalRegistry
 
     root = tmp_path_factory.mktemp("gates")
-    with pytest.MonkeyPatch.context() as mp, HubStandIn() as hub:
+    with pytest.MonkeyPatch.context() as mp, HubStandIn(run_jobs=False) as hub:
         mp.setenv("TUNEPACK_HOME", str(root / "home"))
         mp.setenv("HF_ENDPOINT", hub.endpoint)
         mp.setenv("HF_TOKEN", hub.state.token)

@@ -514,7 +514,7 @@ def sandbox(tmp_path_factory):
     from support.standin.viewer_service import ViewerStandIn
 
     box = _workspace(tmp_path_factory.mktemp("fuzz"))
-    hub, viewer = HubStandIn(), ViewerStandIn()
+    hub, viewer = HubStandIn(run_jobs=False), ViewerStandIn()
     hub.__enter__()
     viewer.thread.start()  # its exit check (documented request shapes) is not what this module tests
     box.hub, box.viewer = hub, viewer

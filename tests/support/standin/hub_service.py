@@ -1,23 +1,84 @@
 """A loopback stand-in for the Hugging Face Hub and Jobs APIs, for tests.
 
 It implements exactly the endpoints tunepack calls, with the response shapes documented in
-../shared/reference/hf-apis.md; it never imports tunepack. Every request is recorded (method,
-path, query, headers, JSON or ndjson body) so tests can assert request shapes, and any path can be
-made to answer an error code.
+../shared/reference/hf-apis.md; it never imports tunepack (it models the remote service, not our client).
+Every request is recorded (method, path, query, headers, JSON or ndjson body) so tests can assert request
+shapes, and any path can be made to answer an error code. ``HubStandIn()`` (``run_jobs=True``) EXECUTES the
+jobs it is given (``jobs_runner.py``, ``job_init.py``, ``uv_shim.py``); ``HubStandIn(run_jobs=False)`` only
+records them: they stay SCHEDULING (a queue with no free machine) and tests drive them with ``set_stage`` and
+``state.logs``. The Hub side stores one snapshot per commit and serves any revision (``hub_repos.py``).
 
-Shapes not in hf-apis.md:
+For tests: ``hub.endpoint``, ``hub.root`` (the stand-in's folder: buckets, materialised volumes, per-job
+folders; removed on exit), ``hub.requests(method, path_regex)``, ``hub.set_stage(job_id, stage, message)``,
+``hub.wait_job(job_id, timeout)`` → the final job JSON, ``hub.job_log(job_id)`` → its lines,
+``hub.kill_job(job_id)`` (its machine "dies"), ``hub.keepalive_s``; ``hub.state``: ``jobs``, ``logs`` /
+``log_times``, ``installs`` ``[{"job", "installed", "packages"}]`` (the uv shim; filled when the job ends),
+``mounts`` ``[{"job", "repo", "revision": commit oid, "files": N}]``, ``downloads`` (``Counter`` of GETs of file
+bytes keyed ``(repo_id, path)``), ``buckets`` ``{bucket_id: {"private", "folder"}}``, ``repos``, ``fail``.
+Leaving the ``with`` block kills every job still running and waits for it.
+
+What a job sees (``job_init.py``): its own mount namespace; the host's top-level folders as a private
+writable layer (overlayfs; writes never reach the host), fresh ``/tmp`` and ``/root``, the host's /proc, /dev,
+/sys; the test Python, its prefixes and the repo at their paths; ``/.standin/bin`` (``uv`` = ``uv_shim.py``,
+``python``/``python3`` = the test Python) and ``/.standin/job`` (where the shim reports); its volumes; a seccomp
+filter (no ``unshare``/``setns``/``clone`` with CLONE_NEW*, ``clone3`` → ENOSYS). It needs root, or unprivileged
+user namespaces (then job_init maps the user to root in one first).
+
+Shapes not in hf-apis.md, and the client code (huggingface_hub 2.4) they follow:
 - ``whoami-v2``'s ``auth.accessToken`` (``role``, ``displayName``, ``fineGrained.scoped[].entity`` /
-  ``permissions``): huggingface_hub 2.4 reads ``name``, ``auth.accessToken.role`` and
-  ``displayName`` (``_login.py``); the fineGrained block follows the Hub's token payload for
-  fine-grained tokens (entity ``{type, name}`` + permission strings such as ``repo.write``,
-  ``job.write``).
-- ``/api/jobs/hardware``'s fields come from ``JobHardwareInfo.__init__`` in huggingface_hub 2.4.
-- ``revision``, ``tree`` and ``resolve`` (used by ``snapshot_download`` when a retried job looks for its
-  last checkpoint, and to fetch a dataset repo of agent sessions): the fields huggingface_hub 2.4 reads —
-  ``sha`` and ``siblings[].rfilename`` (``/api/datasets/{repo}`` alone is the main revision); a revision that
-  is neither ``main``, a commit nor one of the repo's
-  ``tags`` answers 404 with ``X-Error-Code: RevisionNotFound``;
-  tree entries ``type/path/size/oid``; resolve headers ``X-Repo-Commit``, ``ETag``, ``Content-Length``.
+  ``permissions``): huggingface_hub reads ``name``, ``auth.accessToken.role`` and ``displayName`` (``_login.py``);
+  the fineGrained block follows the Hub's token payload (entity ``{type, name}`` + permissions such as
+  ``repo.write``, ``job.write``).
+- ``/api/jobs/hardware``'s fields come from ``JobHardwareInfo.__init__``.
+- Repos (``hub_repos.py``): ``/api/{models,datasets,spaces}/{repo}[/revision/{rev}]`` → ``id, sha, private,
+  lastModified, siblings[].rfilename`` (+ ``size``/``blobId`` with ``blobs=true``; ``model_info``/``dataset_info``);
+  a revision is ``main``, a commit oid or a tag, else 404 ``X-Error-Code: RevisionNotFound`` (missing repo:
+  ``RepoNotFound``). ``GET …/tree/{rev}[/{path}]`` (``_iter_repo_tree_pages``: ``recursive`` / ``expand`` sent as
+  ``true``/``false``, rev and path percent-quoted with ``safe=""``) → one page (no ``Link`` header) of
+  ``{"type": "file", path, size, oid}`` / ``{"type": "directory", path, oid}`` entries, folders first, directories
+  included when recursive; ``expand=true`` adds ``lastCommit {id, title, date}`` (``RepoFile.__init__``), the last
+  commit up to that revision that changed the entry; a path that is no folder at that revision is 404
+  ``EntryNotFound`` (``HfFileSystem.ls`` then lists the parent). ``POST …/paths-info/{rev}`` (``get_paths_info``:
+  form-encoded ``paths`` repeated + ``expand``) → the same entries for the paths that exist. Resolve
+  (``/{repo}``, ``/datasets/{repo}``, ``/spaces/{repo}`` ``/resolve/{rev}/{path}``, HEAD and GET) answers that
+  revision's bytes with ``X-Repo-Commit`` = its commit, ``ETag`` = the git blob id, ``Content-Length``; every GET
+  counts in ``state.downloads``. Commits (``_prepare_commit_payload`` in ``_commit_api.py``): ``header``,
+  ``file`` (inline base64), ``deletedFile``, ``deletedFolder`` ({"path"}; deleting a missing path is a no-op);
+  ``lfsFile`` answers 400 since preupload always says ``regular``; only ``main`` takes commits (else 404
+  ``RevisionNotFound``). Commit oids are ``sha1(f"{repo}:{n}")``.
+- Buckets (``create_bucket`` / ``bucket_info``): ``POST /api/buckets/{ns}/{name}`` (``ns`` = ``me`` means the user;
+  body ``{"visibility"}``, public by default) → 200 ``{"url": "{endpoint}/buckets/{ns}/{name}", "id"}`` (``BucketUrl``
+  parses the url), 409 ``{"error", "url"}`` if it exists (``exist_ok=True`` still reads ``url``), 403 for a
+  foreign namespace; ``GET /api/buckets/{ns}/{name}`` → ``{id, private, createdAt, size, totalFiles}``
+  (``BucketInfo.__init__``), 404 with ``X-Error-Code: RepoNotFound`` (what
+  ``hf_raise_for_status`` maps to ``BucketNotFoundError`` on a bucket URL).
+- Jobs (``hub_jobs.py``, ``jobs_runner.py``; ``run_job`` / ``_create_job_spec`` in ``_jobs_api.py``): the job JSON
+  echoes ``volumes`` (``Volume.to_dict`` shape, read back by ``JobInfo``); ``dockerImage`` is recorded but the
+  job runs on this machine's own userland (its Python is the test environment's; ``python``/``python3`` and
+  ``uv`` on PATH are the stand-in's, in ``/.standin/bin``). The process runs ``command + arguments`` (Docker's
+  entrypoint + cmd; ``run_job`` always sends ``arguments: []``) through execve in its own mount namespace and
+  filesystem view, working directory ``/`` (the uv image sets no WORKDIR), with exactly ``HF_ENDPOINT``, ``PATH``,
+  ``HOME=/root``, then the job's ``environment``, then its ``secrets`` (later ones win). Stage messages (HF's exact
+  wording is not documented): ``exit code N`` (``exit code 137 (killed by signal 9)`` for a signal); ``Job timed
+  out: it ran past its timeout of N seconds and was killed``; an execve failure → ``the job's command could not be
+  started: exec "bash": Argument list too long (…)`` (also printed in the logs); a volume that cannot be found →
+  ``Volume error: model repository alice/x not found (mount /m)`` / ``Volume error: revision R not found in …`` /
+  ``Volume error: bucket alice/b not found (…)`` (logged too); ``kill_job`` → ``the machine running the job was
+  lost (node failure): infrastructure error, …``. Cancel answers ``{}`` and shows CANCELED at once (message None);
+  the processes get SIGTERM, then SIGKILL after 2 s. ``createdAt`` is 5 s in the past, as before. Volumes: repos
+  are materialised at the asked revision (``state.mounts``; no download counted) and bound read-only, buckets
+  bound read-write unless ``readOnly``; ``path`` mounts a subfolder; a mount point inside a host folder that lacks
+  it (``/usr/x``) ends the job ERROR (creating it would write to the host), new top-level paths and /tmp, /root
+  are fine. The uv shim (``uv_shim.py``): its "index" is the installed packages; every failure exits 2 with a
+  uv-like message; ``packages`` counts the script's own requirements (uv would count the whole resolution).
+- Job logs (``_stream_sse_events``, ``fetch_job_logs``): ``data: {"timestamp": ISO-8601 with ms, "data": line}``
+  events, the first ``===== Job started at <createdAt> =====`` (the client drops it); ``tail=N`` replays the last
+  N lines; the response has no Content-Length (HTTP/1.0, it ends when the connection closes) and carries the
+  server's ``Date`` header (the no-follow client stops at the first event after Date + 1 s). While the runner
+  still runs the job the stream stays open and sends ``: keep-alive`` every ``keepalive_s`` (default 8 s: more
+  than the 5 s read timeout of a no-follow client, so on a silent job it returns after 5 s; HF sends them every
+  30 s), closing once the job has ended and every line was sent. With ``run_jobs=False`` the stream ends after
+  the history, as before.
 - Hub search (public: answered without a token, 401 only for a wrong one), as huggingface_hub 2.4 calls it:
   ``GET /api/models`` and ``/api/datasets`` (``search``, ``author``, ``filter`` repeated — every tag must match —
   ``pipeline_tag``, ``sort`` = downloads | likes | trendingScore | createdAt | lastModified, descending, ``limit``,
@@ -32,16 +93,24 @@ Shapes not in hf-apis.md:
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import collections
+import copy
 import json
 import re
 import secrets
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import parse_qs, urlparse
+
+from .hub_jobs import JobRoutes
+from .hub_repos import RepoRoutes, apply_commit, new_repo
+from .hub_search import DATASETS, MODELS, PAPERS, SEARCH_PARAMS, SearchRoutes
+from .jobs_runner import TERMINAL, JobRunner, iso
 
 HARDWARE = [
     {"name": "cpu-basic", "prettyName": "CPU Basic", "cpu": "2 vCPU", "ram": "16 GB", "accelerator": None,
@@ -55,68 +124,22 @@ HARDWARE = [
 ]
 
 
-MODELS = [
-    {"_id": "m1", "id": "Qwen/Qwen3-0.6B", "author": "Qwen", "downloads": 912000, "likes": 610,
-     "pipeline_tag": "text-generation", "library_name": "transformers", "trendingScore": 40,
-     "tags": ["transformers", "safetensors", "qwen3", "text-generation", "license:apache-2.0"],
-     "createdAt": "2025-04-27T03:40:08.000Z", "lastModified": "2025-07-26T03:46:27.000Z"},
-    {"_id": "m2", "id": "Qwen/Qwen3-1.7B", "author": "Qwen", "downloads": 540000, "likes": 330,
-     "pipeline_tag": "text-generation", "library_name": "transformers", "trendingScore": 25,
-     "tags": ["transformers", "safetensors", "qwen3", "text-generation", "license:apache-2.0"],
-     "createdAt": "2025-04-27T03:41:00.000Z", "lastModified": "2025-07-26T03:47:00.000Z"},
-    {"_id": "m3", "id": "alice/qwen3-0.6b-agent-lora", "author": "alice", "downloads": 120, "likes": 3,
-     "pipeline_tag": "text-generation", "library_name": "peft", "trendingScore": 1,
-     "tags": ["peft", "safetensors", "lora", "base_model:Qwen/Qwen3-0.6B", "dataset:alice/agent-traces"],
-     "createdAt": "2026-01-10T10:00:00.000Z", "lastModified": "2026-01-11T10:00:00.000Z"},
-    {"_id": "m4", "id": "meta-llama/Llama-3.2-1B", "author": "meta-llama", "downloads": 1500000, "likes": 2000,
-     "pipeline_tag": "text-generation", "library_name": "transformers", "trendingScore": 10,
-     "tags": ["transformers", "safetensors", "llama", "text-generation", "license:llama3.2"],
-     "createdAt": "2024-09-18T15:03:14.000Z", "lastModified": "2024-10-24T15:07:51.000Z"},
-]
-DATASETS = [
-    {"_id": "d1", "id": "alice/agent-traces", "author": "alice", "downloads": 800, "likes": 12, "trendingScore": 2,
-     "tags": ["task_categories:text-generation", "size_categories:1K<n<10K", "format:parquet", "language:en"],
-     "description": "Coding-agent sessions with tool calls, converted to TRL messages rows.",
-     "createdAt": "2026-01-05T09:00:00.000Z", "lastModified": "2026-01-06T09:00:00.000Z"},
-    {"_id": "d2", "id": "openai/openai_humaneval", "author": "openai", "downloads": 90000, "likes": 300,
-     "trendingScore": 5, "tags": ["task_categories:text-generation", "size_categories:n<1K", "format:parquet",
-                                  "language:en", "license:mit"],
-     "description": "The HumanEval dataset: 164 handwritten Python programming problems.",
-     "createdAt": "2022-01-01T00:00:00.000Z", "lastModified": "2024-01-04T16:22:08.000Z"},
-    {"_id": "d3", "id": "bob/tool-calls-small", "author": "bob", "downloads": 45, "likes": 40, "trendingScore": 9,
-     "tags": ["task_categories:text-generation", "size_categories:n<1K", "format:json", "language:en"],
-     "description": "Small tool-calling SFT set.", "createdAt": "2026-02-01T00:00:00.000Z",
-     "lastModified": "2026-02-02T00:00:00.000Z"},
-]
-PAPERS = [
-    {"id": "2305.14314", "title": "QLoRA: Efficient Finetuning of Quantized LLMs",
-     "summary": "We present QLoRA, an efficient finetuning approach that reduces memory usage enough to finetune a "
-                "65B parameter model on a single 48GB GPU while preserving full 16-bit finetuning task performance.",
-     "publishedAt": "2023-05-23T17:50:33.000Z", "upvotes": 58, "discussionId": "p1",
-     "authors": [{"_id": "a1", "name": "Tim Dettmers", "hidden": False},
-                 {"_id": "a2", "name": "Artidoro Pagnoni", "hidden": False}],
-     "ai_summary": "4-bit NormalFloat quantisation plus LoRA adapters match 16-bit finetuning.",
-     "ai_keywords": ["QLoRA", "4-bit NormalFloat", "LoRA", "paged optimizers"],
-     "githubRepo": "https://github.com/artidoro/qlora", "githubStars": 10500, "projectPage": None,
-     "linkedModels": [{"id": "alice/qwen3-0.6b-agent-lora"}], "numTotalModels": 1,
-     "linkedDatasets": [{"id": "alice/agent-traces"}], "numTotalDatasets": 1},
-    {"id": "2106.09685", "title": "LoRA: Low-Rank Adaptation of Large Language Models",
-     "summary": "We propose Low-Rank Adaptation, or LoRA, which freezes the pre-trained model weights and injects "
-                "trainable rank decomposition matrices into each layer of the Transformer architecture.",
-     "publishedAt": "2021-06-17T17:37:18.000Z", "upvotes": 40, "discussionId": "p2",
-     "authors": [{"_id": "a3", "name": "Edward J. Hu", "hidden": False}],
-     "ai_summary": "Low-rank update matrices adapt large models with few trainable parameters.",
-     "ai_keywords": ["LoRA", "low-rank adaptation"], "githubRepo": "https://github.com/microsoft/LoRA",
-     "githubStars": 11000, "projectPage": None, "linkedModels": [], "numTotalModels": 0, "linkedDatasets": [],
-     "numTotalDatasets": 0},
-]
-SEARCH_PARAMS = {
-    "/api/models": {"search", "author", "filter", "pipeline_tag", "sort", "limit", "expand", "full", "config",
-                    "cardData", "gated", "apps", "inference", "inference_provider", "num_parameters"},
-    "/api/datasets": {"search", "author", "filter", "sort", "limit", "expand", "full", "gated"},
-    "/api/papers/search": {"q", "limit"},
+
+REPO = r"(models|datasets|spaces)/([^/]+/[^/]+)"
+ROUTES = {  # method -> [(path regex, handler method)]; the groups are the method's arguments
+    "GET": [(r"/api/jobs/([^/]+)/([^/]+)/logs", "_job_logs"), (r"/api/jobs/([^/]+)/([^/]+)", "_inspect_job"),
+            (r"/api/jobs/([^/]+)", "_list_jobs"), (r"/api/buckets/([^/]+)/([^/]+)", "_bucket_info"),
+            (rf"/api/{REPO}(?:/revision/(.+))?", "_repo_info_route"),
+            (rf"/api/{REPO}/tree/([^/]+)(?:/(.+))?", "_tree_route"),
+            (r"/(?:(datasets|spaces)/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)", "_resolve_get")],
+    "HEAD": [(r"/(?:(datasets|spaces)/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)", "_resolve_head")],
+    "POST": [(r"/api/repos/create", "_create_repo"), (rf"/api/{REPO}/preupload/([^/]+)", "_preupload_route"),
+             (rf"/api/{REPO}/commit/([^/]+)", "_commit_route"), (rf"/api/{REPO}/paths-info/([^/]+)", "_paths_route"),
+             (r"/api/buckets/([^/]+)/([^/]+)", "_create_bucket"), (r"/api/jobs/([^/]+)/([^/]+)/cancel", "_cancel_job"),
+             (r"/api/jobs/([^/]+)", "_submit_job")],
 }
-SORT_KEYS = {"downloads", "likes", "trendingScore", "createdAt", "lastModified"}
+
+SELF_LOCKING = {"_job_logs", "_resolve_get", "_resolve_head"}
 
 
 @dataclass
@@ -136,8 +159,13 @@ class State:
     fine_grained: dict | None = None
     orgs: list = field(default_factory=lambda: [{"name": "team", "type": "org"}])
     jobs: dict = field(default_factory=dict)
-    logs: dict = field(default_factory=dict)
-    repos: dict = field(default_factory=dict)  # repo_id -> {"type", "private", "files": {path: bytes}, "commits": [oid]}
+    logs: dict = field(default_factory=dict)  # job_id -> [line]
+    log_times: dict = field(default_factory=dict)  # job_id -> [time.time() the line was read], parallel to logs
+    installs: list = field(default_factory=list)  # [{"job", "installed": bool, "packages": N}] from the uv shim
+    mounts: list = field(default_factory=list)  # [{"job", "repo", "revision": oid, "files": N}] repo volumes
+    repos: dict = field(default_factory=dict)  # repo_id -> see hub_repos.py
+    downloads: collections.Counter = field(default_factory=collections.Counter)  # (repo_id, path) -> GETs
+    buckets: dict = field(default_factory=dict)  # bucket_id -> {"private": bool, "folder": Path}
     requests: list = field(default_factory=list)
     fail: dict = field(default_factory=dict)  # (method, path regex) -> status code
     models: list = field(default_factory=lambda: [dict(m) for m in MODELS])
@@ -145,15 +173,17 @@ class State:
     papers: list = field(default_factory=lambda: [dict(p) for p in PAPERS])
     counter: int = 0
     prefix: str = field(default_factory=lambda: secrets.token_hex(3))
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    changed: threading.Condition = field(init=False, repr=False)  # notified on new log lines and stage changes
+
+    def __post_init__(self):
+        self.changed = threading.Condition(self.lock)
 
 
-def _now_iso(offset: float = 0.0) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 5 + offset))
-
-
-class Handler(BaseHTTPRequestHandler):
+class Handler(RepoRoutes, JobRoutes, SearchRoutes, BaseHTTPRequestHandler):
     state: State
     endpoint: str
+    standin: "HubStandIn"
 
     def log_message(self, *args):  # keep test output quiet
         pass
@@ -192,7 +222,8 @@ class Handler(BaseHTTPRequestHandler):
                 body = json.loads(raw) if raw else None
             except ValueError:
                 body = raw
-        req = Request(self.command, url.path, parse_qs(url.query), {k.lower(): v for k, v in self.headers.items()}, body)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        req = Request(self.command, url.path, parse_qs(url.query), headers, body)
         self.state.requests.append(req)
         for (method, pattern), status in list(self.state.fail.items()):
             if method == self.command and re.fullmatch(pattern, url.path):
@@ -207,233 +238,169 @@ class Handler(BaseHTTPRequestHandler):
             return None
         return req
 
-    def _job_json(self, job: dict) -> dict:
-        return job
-
-    # --- routes --------------------------------------------------------------------------
-
-    def do_GET(self):  # noqa: N802
+    def _dispatch(self) -> None:
         req = self._record()
         if req is None:
             return
-        path, s = req.path, self.state
-        if path == "/api/whoami-v2":
-            token = {"displayName": "standin", "role": s.role}
-            if s.fine_grained is not None:
-                token["fineGrained"] = s.fine_grained
-            return self._send(200, {"type": "user", "name": s.user, "orgs": s.orgs,
-                                    "auth": {"type": "access_token", "accessToken": token}})
-        if path == "/api/jobs/hardware":
-            return self._send(200, HARDWARE)
-        if path in SEARCH_PARAMS or path.startswith("/api/papers/"):
+        fixed = {("GET", "/api/whoami-v2"): self._whoami,
+                 ("GET", "/api/jobs/hardware"): lambda r: self._send(200, HARDWARE),
+                 ("POST", "/api/validate-yaml"): lambda r: self._send(200, {"warnings": [], "errors": []})}
+        if (req.method, req.path) in fixed:
+            return fixed[(req.method, req.path)](req)
+        if req.method == "GET" and (req.path in SEARCH_PARAMS or req.path.startswith("/api/papers/")):
             return self._search(req)
-        m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)(?:/revision/(.+))?", path)
-        if m:
-            repo = s.repos.get(m.group(2))
-            if repo is None or not repo["commits"]:
-                return self._coded_error(404, "RepoNotFound", "Repository not found")
-            if (m.group(3) or "main") not in ("main", *repo["commits"], *repo.get("tags", ())):
-                return self._coded_error(404, "RevisionNotFound", f"Invalid rev id: {m.group(3)}")
-            return self._send(200, {"id": m.group(2), "sha": repo["commits"][-1], "private": repo["private"],
-                                    "siblings": [{"rfilename": p} for p in sorted(repo["files"])]})
-        m = re.fullmatch(r"/api/(models|datasets)/([^/]+/[^/]+)/tree/([^/]+)", path)
-        if m:  # recursive listing (huggingface_hub's list_repo_tree, used by snapshot_download)
-            repo = s.repos.get(m.group(2))
-            if repo is None:
-                return self._error(404, "Repository not found")
-            return self._send(200, [{"type": "file", "path": p, "size": len(b), "oid": hashlib.sha1(b).hexdigest()}
-                                    for p, b in sorted(repo["files"].items())])
-        m = re.fullmatch(r"/(?:datasets/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
-        if m:
-            return self._resolve(m.group(1), m.group(3), head=False)
-        m = re.fullmatch(r"/api/jobs/([^/]+)/([^/]+)/logs", path)
-        if m:
-            if m.group(2) not in s.jobs:
-                return self._error(404, "Job not found")
-            lines = s.logs.get(m.group(2), [])
-            tail = int(req.query["tail"][0]) if "tail" in req.query else None
-            lines = lines[-tail:] if tail else lines
-            events = ["data: " + json.dumps({"timestamp": _now_iso(i / 1000), "data": "===== Job started ====="})
-                      for i in range(1)]
-            events += ["data: " + json.dumps({"timestamp": _now_iso((i + 1) / 1000), "data": line})
-                       for i, line in enumerate(lines)]
-            return self._send(200, ("\n\n".join(events) + "\n\n").encode(), "text/event-stream")
-        m = re.fullmatch(r"/api/jobs/([^/]+)/([^/]+)", path)
-        if m:
-            job = s.jobs.get(m.group(2))
-            return self._send(200, job) if job else self._error(404, "Job not found")
-        m = re.fullmatch(r"/api/jobs/([^/]+)", path)
-        if m:
-            jobs = [j for j in s.jobs.values() if j["owner"]["name"] == m.group(1)]
-            if "stage" in req.query:
-                jobs = [j for j in jobs if j["status"]["stage"] in req.query["stage"]]
-            for label in req.query.get("label", []):
-                key, _, value = label.partition("=")
-                jobs = [j for j in jobs if (j.get("labels") or {}).get(key) == value]
-            return self._send(200, jobs)
-        return self._error(404, f"no route GET {path}")
+        for pattern, name in ROUTES[req.method]:
+            m = re.fullmatch(pattern, req.path)
+            if m:
+                if name in SELF_LOCKING:  # they stream or send file bodies: the lock only while they read state
+                    return getattr(self, name)(req, *m.groups())
+                with self.state.lock:
+                    return getattr(self, name)(req, *m.groups())
+        self._error(404, f"no route {req.method} {req.path}")
 
-    def _search(self, req: Request) -> None:
-        """Hub search: models / datasets listings, paper search and one paper (shapes in the module doc)."""
-        path, q, s = req.path, req.query, self.state
-        if path not in SEARCH_PARAMS:  # /api/papers/{id}
-            if q:
-                return self._error(400, f"unexpected query parameters {sorted(q)}")
-            found = next((p for p in s.papers if p["id"] == path.rsplit("/", 1)[1]), None)
-            return self._send(200, found) if found else self._error(404, "Paper not found")
-        unknown = set(q) - SEARCH_PARAMS[path]
-        if unknown:
-            return self._error(400, f"unknown query parameters {sorted(unknown)}")
-        limit = int(q.get("limit", ["1000"])[0])
-        if path == "/api/papers/search":
-            words = q.get("q", [""])[0].lower().split()
-            hits = [p for p in s.papers if all(w in (p["title"] + " " + p["summary"]).lower() for w in words)]
-            inner = ("id", "authors", "publishedAt", "title", "summary", "upvotes", "discussionId", "ai_summary",
-                     "ai_keywords", "githubRepo", "githubStars")
-            return self._send(200, [{"paper": {k: p[k] for k in inner}, "publishedAt": p["publishedAt"],
-                                     "title": p["title"], "summary": p["summary"], "numComments": 0,
-                                     "thumbnail": f"{self.endpoint}/thumbnails/{p['id']}.png"} for p in hits][:limit])
-        items = s.models if path == "/api/models" else s.datasets
-        for needle in q.get("search", []):
-            items = [i for i in items if needle.lower() in i["id"].lower()]
-        if "author" in q:
-            items = [i for i in items if i["author"] == q["author"][0]]
-        if "pipeline_tag" in q:
-            items = [i for i in items if i.get("pipeline_tag") == q["pipeline_tag"][0]]
-        for tag in q.get("filter", []):
-            items = [i for i in items if tag in i["tags"] or tag == i.get("library_name")]
-        if "sort" in q:
-            key = q["sort"][0]
-            if key not in SORT_KEYS:
-                return self._error(400, f"cannot sort by {key}")
-            items = sorted(items, key=lambda i: i[key], reverse=True)
-        keep = set(q.get("expand", [])) or {"downloads", "likes", "tags", "createdAt", "trendingScore", "private",
-                                            "pipeline_tag", "library_name"}
-        rows = [{k: v for k, v in i.items() if k in keep or k in ("_id", "id")} for i in items[:limit]]
-        return self._send(200, rows)
+    do_GET = do_HEAD = do_POST = _dispatch
 
-    def _resolve(self, repo_id: str, file: str, head: bool) -> None:
-        repo = self.state.repos.get(repo_id)
-        if repo is None or file not in repo["files"]:
-            self.send_response(404)
-            self.send_header("X-Error-Code", "EntryNotFound" if repo else "RepoNotFound")
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        body = repo["files"][file]
-        self.send_response(200)
-        self.send_header("X-Repo-Commit", repo["commits"][-1])
-        self.send_header("ETag", '"' + hashlib.sha1(body).hexdigest() + '"')
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Content-Type", "application/octet-stream")
-        self.end_headers()
-        if not head:
-            self.wfile.write(body)
+    # --- small routes ----------------------------------------------------------------------
 
-    def do_HEAD(self):  # noqa: N802
-        req = self._record()
-        if req is None:
-            return
-        m = re.fullmatch(r"/(?:datasets/)?([^/]+/[^/]+)/resolve/([^/]+)/(.+)", req.path)
-        if m:
-            return self._resolve(m.group(1), m.group(3), head=True)
-        self._error(404, f"no route HEAD {req.path}")
+    def _whoami(self, req) -> None:
+        s = self.state
+        token = {"displayName": "standin", "role": s.role}
+        if s.fine_grained is not None:
+            token["fineGrained"] = s.fine_grained
+        self._send(200, {"type": "user", "name": s.user, "orgs": s.orgs,
+                         "auth": {"type": "access_token", "accessToken": token}})
 
-    def do_POST(self):  # noqa: N802
-        req = self._record()
-        if req is None:
-            return
-        path, s = req.path, self.state
-        if path == "/api/validate-yaml":
-            return self._send(200, {"warnings": [], "errors": []})
-        if path == "/api/repos/create":
-            body = req.body or {}
-            repo_id = f"{body.get('organization') or s.user}/{body['name']}"
-            repo_type = body.get("type", "model")
-            if repo_id in s.repos:
-                return self._send(409, {"error": "You already created this repo", "url": f"{self.endpoint}/{repo_id}"})
-            private = body.get("visibility") == "private" or bool(body.get("private"))
-            s.repos[repo_id] = {"type": repo_type, "private": private, "files": {}, "commits": []}
-            prefix = "" if repo_type == "model" else f"{repo_type}s/"
-            return self._send(200, {"url": f"{self.endpoint}/{prefix}{repo_id}"})
-        m = re.fullmatch(r"/api/(models|datasets|spaces)/([^/]+/[^/]+)/preupload/([^/]+)", path)
-        if m:
-            if m.group(2) not in s.repos:
-                return self._error(404, "Repository not found")
-            files = [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in req.body["files"]]
-            return self._send(200, {"files": files, "commitOid": None})
-        m = re.fullmatch(r"/api/(models|datasets|spaces)/([^/]+/[^/]+)/commit/([^/]+)", path)
-        if m:
-            repo = s.repos.get(m.group(2))
-            if repo is None:
-                return self._error(404, "Repository not found")
-            for item in req.body:
-                if item["key"] == "file":
-                    repo["files"][item["value"]["path"]] = base64.b64decode(item["value"]["content"])
-            oid = hashlib.sha1(f"{m.group(2)}:{len(repo['commits'])}".encode()).hexdigest()
-            repo["commits"].append(oid)
-            prefix = "" if m.group(1) == "models" else f"{m.group(1)}/"
-            return self._send(200, {"commitUrl": f"{self.endpoint}/{prefix}{m.group(2)}/commit/{oid}",
-                                    "commitOid": oid, "pullRequestUrl": None})
-        m = re.fullmatch(r"/api/jobs/([^/]+)/([^/]+)/cancel", path)
-        if m:
-            job = s.jobs.get(m.group(2))
-            if job is None:
-                return self._error(404, "Job not found")
-            job["status"] = {"stage": "CANCELED", "message": None}
-            job["finishedAt"] = _now_iso()
-            return self._send(200, {})
-        m = re.fullmatch(r"/api/jobs/([^/]+)", path)
-        if m:
-            namespace = m.group(1)
-            if namespace not in (s.user, *[o["name"] for o in s.orgs]):
-                return self._error(403, f"You don't have job.write permission on {namespace}")
-            s.counter += 1
-            job_id = f"68{s.prefix}{s.counter:016x}"
-            spec = req.body
-            job = {"id": job_id, "createdAt": _now_iso(), "dockerImage": spec.get("dockerImage"),
-                   "command": spec["command"], "arguments": spec.get("arguments", []),
-                   "environment": spec.get("environment", {}),
-                   "secrets": {k: "<encrypted>" for k in spec.get("secrets") or {}}, "flavor": spec.get("flavor"),
-                   "labels": spec.get("labels"), "status": {"stage": "SCHEDULING", "message": None},
-                   "owner": {"id": "6000", "name": namespace, "type": "user"}}
-            if "timeoutSeconds" in spec:
-                job["timeoutSeconds"] = spec["timeoutSeconds"]
-            s.jobs[job_id] = job
-            s.logs[job_id] = []
-            return self._send(200, job)
-        return self._error(404, f"no route POST {path}")
+    def _repo_info_route(self, req, kind, repo_id, revision):
+        self._repo_info(req, repo_id, revision)
+
+    def _tree_route(self, req, kind, repo_id, revision, path):
+        self._tree(req, repo_id, revision, path or "")
+
+    def _paths_route(self, req, kind, repo_id, revision):
+        self._paths_info(req, repo_id, revision)
+
+    def _preupload_route(self, req, kind, repo_id, revision):
+        self._preupload(req, repo_id)
+
+    def _commit_route(self, req, kind, repo_id, revision):
+        self._commit(req, kind, repo_id, revision)
+
+    def _resolve_get(self, req, kind, repo_id, revision, path):
+        self._resolve(repo_id, revision, path, head=False)
+
+    def _resolve_head(self, req, kind, repo_id, revision, path):
+        self._resolve(repo_id, revision, path, head=True)
+
+    def _create_bucket(self, req, namespace: str, name: str) -> None:
+        s = self.state
+        namespace = s.user if namespace == "me" else namespace
+        if namespace not in (s.user, *[o["name"] for o in s.orgs]):
+            return self._error(403, f"You don't have write permission on {namespace}")
+        bucket_id = f"{namespace}/{name}"
+        if bucket_id in s.buckets:
+            return self._send(409, {"error": "A bucket with this name already exists",  # create_bucket(exist_ok=True)
+                                    "url": f"{self.endpoint}/buckets/{bucket_id}"})   # reads its url
+        folder = self.standin.root / "buckets" / namespace / name
+        folder.mkdir(parents=True, exist_ok=True)
+        s.buckets[bucket_id] = {"private": (req.body or {}).get("visibility") == "private", "folder": folder}
+        self._send(200, {"url": f"{self.endpoint}/buckets/{bucket_id}", "id": bucket_id})
+
+    def _bucket_info(self, req, namespace: str, name: str) -> None:
+        bucket_id = f"{self.state.user if namespace == 'me' else namespace}/{name}"
+        bucket = self.state.buckets.get(bucket_id)
+        if bucket is None:
+            return self._coded_error(404, "RepoNotFound", f"Bucket {bucket_id} not found")
+        folder = Path(bucket["folder"])
+        files = [p for p in folder.rglob("*") if p.is_file()]
+        self._send(200, {"id": bucket_id, "private": bool(bucket["private"]), "createdAt": iso(folder.stat().st_ctime),
+                         "size": sum(p.stat().st_size for p in files), "totalFiles": len(files)})
+
+
+def seed_public_models(state: State) -> None:
+    """The public models the search lists exist as repos too (a config.json and a card each, one commit), as on
+    the Hub: a client that pins a model's revision finds it. Seeded without requests, so none are recorded."""
+    for model in MODELS:
+        if model.get("library_name") != "transformers":
+            continue
+        repo = state.repos[model["id"]] = new_repo("model", private=False)
+        body = {"model_type": next((t for t in model["tags"] if t in ("qwen3", "llama")), "unknown")}
+        apply_commit(repo, model["id"], [
+            {"key": "file", "value": {"path": "config.json", "content": _b64(json.dumps(body))}},
+            {"key": "file", "value": {"path": "README.md", "content": _b64(f"# {model['id']}\n")}}])
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    return base64.b64encode(text.encode()).decode()
 
 
 class HubStandIn:
-    """Run with ``with HubStandIn() as hub: ...``; ``hub.endpoint`` is the base URL."""
+    """Run with ``with HubStandIn() as hub: ...``; ``hub.endpoint`` is the base URL. ``run_jobs=False``: jobs are
+    only recorded (they stay SCHEDULING until ``set_stage``)."""
 
-    def __init__(self):
+    def __init__(self, run_jobs: bool = True, keepalive_s: float = 8.0):
         self.state = State()
-        handler = type("BoundHandler", (Handler,), {"state": self.state})
+        seed_public_models(self.state)
+        self.root = Path(tempfile.mkdtemp(prefix="hub-standin-"))
+        self.keepalive_s = keepalive_s
+        handler = type("BoundHandler", (Handler,), {"state": self.state, "standin": self})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.endpoint = f"http://127.0.0.1:{self.server.server_address[1]}"
         handler.endpoint = self.endpoint
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.runner = JobRunner(self.state, self.endpoint, self.root) if run_jobs else None
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
     def __enter__(self) -> "HubStandIn":
         self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        try:
+            if self.runner is not None:
+                self.runner.shutdown()
+        finally:
+            self.server.shutdown()
+            self.server.server_close()
+            shutil.rmtree(self.root, ignore_errors=True)
 
     # helpers for tests
     def set_stage(self, job_id: str, stage: str, message: str | None = None) -> None:
-        job = self.state.jobs[job_id]
-        job["status"] = {"stage": stage, "message": message}
-        if stage == "RUNNING":
-            job["startedAt"] = _now_iso()
-        if stage in ("COMPLETED", "ERROR", "CANCELED"):
-            job.setdefault("startedAt", _now_iso())
-            job["finishedAt"] = _now_iso(1)
+        with self.state.changed:
+            job = self.state.jobs[job_id]
+            job["status"] = {"stage": stage, "message": message}
+            if stage == "RUNNING":
+                job["startedAt"] = iso(time.time() - 5)
+            if stage in TERMINAL:
+                job.setdefault("startedAt", iso(time.time() - 5))
+                job["finishedAt"] = iso(time.time() - 4)
+            self.state.changed.notify_all()
 
     def requests(self, method: str | None = None, path: str | None = None) -> list[Request]:
         return [r for r in self.state.requests
                 if (method is None or r.method == method) and (path is None or re.fullmatch(path, r.path))]
+
+    def wait_job(self, job_id: str, timeout: float = 60.0) -> dict:
+        """The job's JSON once it has ended (and, when it ran here, once its processes and logs are done)."""
+        deadline = time.monotonic() + timeout
+        with self.state.changed:
+            while True:
+                job = self.state.jobs[job_id]
+                running = self.runner is not None and self.runner.is_live(job_id)
+                if job["status"]["stage"] in TERMINAL and not running:
+                    return copy.deepcopy(job)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    tail = "\n".join(self.state.logs.get(job_id, [])[-20:])
+                    raise TimeoutError(f"job {job_id} still {job['status']['stage']} after {timeout} s; logs:\n{tail}")
+                self.state.changed.wait(min(left, 0.5))
+
+    def job_log(self, job_id: str) -> list[str]:
+        with self.state.lock:
+            return list(self.state.logs.get(job_id, []))
+
+    def kill_job(self, job_id: str) -> None:
+        """SIGKILL the job's processes as if its machine died: it ends ERROR with an infrastructure message."""
+        if self.runner is None or not self.runner.is_live(job_id):
+            raise ValueError(f"job {job_id} is not running here")
+        self.runner.kill(job_id)
