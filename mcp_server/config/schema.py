@@ -211,6 +211,19 @@ class TrackingSection(Section):
     )
     space_id: str | None = Field(None, description="Optional Trackio Space (namespace/name) to sync to.")
     private: bool = Field(True, description="Create the Space private.")
+    server_url: str | None = Field(
+        None, description="A self-hosted Trackio server (http(s)://host:port) the job logs to instead of a Space; its "
+        "write token travels as the job secret TRACKIO_WRITE_TOKEN, never in the URL.")
+
+    @field_validator("server_url")
+    @classmethod
+    def _server(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not re.fullmatch(r"https?://[^\s?#]+", value):
+            raise ValueError(f"'{value[:80]}' is not a Trackio server URL (http(s)://host[:port], no query: export "
+                             "the write token as TRACKIO_WRITE_TOKEN instead of putting it in the URL)")
+        return value.rstrip("/")
 
     @field_validator("project")
     @classmethod
@@ -256,6 +269,10 @@ class JobSection(Section):
     backend: Literal["local", "hf"] = Field("local", description="Where the job runs (a tool call may override).")
     flavor: str | None = Field(None, description="Hardware flavor for the hf backend (e.g. a10g-small).")
     timeout_s: int | None = Field(None, ge=1, description="Kill the job after this many seconds.")
+    cache: Literal["auto", "none"] = Field(
+        "auto", description="hf backend: auto = the base model and the data repo mounted read-only at their pinned "
+        "commits and one private bucket ({user}/tunepack-cache) mounted as the cache for packages, datasets and "
+        "kernels; none = every job downloads and installs everything itself.")
 
 
 class DistributedSection(Section):

@@ -52,7 +52,8 @@ def models_for(entry: AdapterVersion, remote: bool = False) -> list[dict]:
     if remote and (base.startswith("tiny:") or Path(base).is_absolute()):
         raise EvalError(f"The base model of {entry.name} v{entry.version} is a local folder ({base}); a remote job "
                         "cannot load it.", "evaluate this adapter locally (backend local).")
-    return [{"label": "base", "base": base}, {"label": "adapter", "base": base, "adapter": adapter}]
+    pinned = {"adapter_revision": entry.hub_commit} if adapter == entry.hub_repo and entry.hub_commit else {}
+    return [{"label": "base", "base": base}, {"label": "adapter", "base": base, "adapter": adapter, **pinned}]
 
 
 def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, tracking: dict | None = None,

@@ -12,7 +12,7 @@ from .markers import parse
 MAX_LINES = 200
 MAX_LINE_CHARS = 400
 MAX_CHARS = 7000  # keeps a page, with its JSON framing, near 8 KB
-OUTCOME_MARKERS = ("REGISTERED", "PREFLIGHT", "DONE")
+OUTCOME_MARKERS = ("REGISTERED", "PREFLIGHT", "DONE", "MASK")  # MASK: a --check-only job (remote preflight)
 
 
 class Progress(BaseModel):

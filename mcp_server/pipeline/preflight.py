@@ -39,6 +39,7 @@ class PreflightReport(BaseModel):
     checks: list[Check]
     cost: CostEstimate | None = None
     smoke_job: JobInfo | None = None
+    remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
     next_step: str
 
 
@@ -86,6 +87,22 @@ def remote_checks(cfg: TrainConfig, backend: str) -> list[Check]:
                          detail=f"{'can' if ok else 'cannot'} submit jobs in '{who.user}'",
                          fix=None if ok else f"use a token with job.write on '{who.user}'"))
     return out
+
+
+def _job_spec_check(cfg: TrainConfig, flavor: str | None, timeout: int | None) -> Check:
+    """The job as huggingface_hub and the Hub would take it (jobs/hf_rules.py): flavor in the live hardware list,
+    the timeout's format, the names of the run (a job name) and of the secrets."""
+    from ..jobs import available_hardware
+    from ..jobs.hf_rules import check_job
+
+    flavor = flavor or cfg.job.flavor or "cpu-basic"
+    try:
+        seconds = check_job(flavor, timeout or 1800, {"project": cfg.tracking.project}, ["HF_TOKEN"], [],
+                            [h.name for h in available_hardware("hf")], name=run_name_for(cfg))
+    except TunepackError as exc:
+        return _fail("hf_job_spec", exc)
+    return Check(name="hf_job_spec", status="pass",
+                 detail=f"flavor {flavor} is in the hardware list; timeout {seconds} s; names as HF Jobs reads them")
 
 
 RETRY = "fix the failed check and run preflight again"
@@ -162,6 +179,50 @@ def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     return job
 
 
+REMOTE_CHECK_FLAVOR = "cpu-basic"  # the cheapest machine: the mask check needs the tokenizer, not a GPU
+REMOTE_CHECK_TIMEOUT_S = 1800
+
+
+def _start_remote_check(cfg: TrainConfig, checks: list[Check]) -> JobInfo | None:
+    """The real config's mask check as an HF job on cpu-basic (cents, charged to the budget): it proves the job
+    starts, its pinned packages install, the data repo and the tokenizer load at their pinned commits and the
+    masks verify there — what the paid run will meet first."""
+    from ..approval import Consent, spend
+    from ..jobs import get_backend
+    from .remote import prepare_remote
+
+    run_name = f"preflight-{run_name_for(cfg)}"
+    run_dir = home_dir("runs", run_name)
+    cost = estimate("hf", REMOTE_CHECK_FLAVOR, REMOTE_CHECK_TIMEOUT_S)
+
+    def submit() -> JobInfo:
+        plan = prepare_remote(cfg)
+        script = write_script(plan.config, run_dir / "remote_check.py", run_name=run_name,
+                              mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket)
+        return get_backend("hf").submit(JobSpec(
+            script=str(script), args=["--check-only"], name=run_name, flavor=REMOTE_CHECK_FLAVOR,
+            timeout_s=REMOTE_CHECK_TIMEOUT_S, secrets=["HF_TOKEN"], volumes=plan.cache.mounts, env=plan.cache.env,
+            labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight",
+                    "config_hash": config_hash(cfg)}))
+
+    try:
+        outcome = spend("pipeline_preflight", {"config_hash": config_hash(cfg), "flavor": REMOTE_CHECK_FLAVOR}, cost,
+                        cfg.tracking.project, submit, Consent())
+    except TunepackError as exc:
+        checks.append(_fail("remote_mask_check", exc))
+        return None
+    job = outcome.job
+    if job is None:  # a CPU flavor needs no approval; should the gate ever ask, say so
+        checks.append(Check(name="remote_mask_check", status="fail", detail=outcome.decision.message,
+                            fix="approve the quote, then run preflight again"))
+        return None
+    checks.append(Check(name="remote_mask_check", status="pending",
+                        detail=f"HF job {job.id} on {REMOTE_CHECK_FLAVOR} (worst case ${cost.worst_case_usd:.3f}): "
+                               "the real tokenizer and the data at their pinned commits, the mask check "
+                               "(its TUNEPACK_MASK line)"))
+    return job
+
+
 def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
               timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
     """Be sure before spending: config, data, model reference, the cost quote and (for remote runs or Hub
@@ -173,10 +234,17 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
     if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
         checks.extend(remote_checks(cfg, backend))
+        if backend == "hf":
+            checks.append(_job_spec_check(cfg, flavor, timeout_s or cfg.job.timeout_s))
         if any(c.status == "fail" for c in checks):
             return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
     if not smoke:
         return PreflightReport(ok=True, checks=checks, cost=cost, next_step="run the pipeline (pipeline_run)")
+    remote = _start_remote_check(cfg, checks) if backend == "hf" else None
+    if backend == "hf" and remote is None:
+        return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
     job = _start_smoke(cfg, checks)
-    return PreflightReport(ok=True, checks=checks, cost=cost, smoke_job=job,
-                           next_step=f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail")
+    wait = f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail"
+    if remote is not None:
+        wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a TUNEPACK_MASK line is a pass"
+    return PreflightReport(ok=True, checks=checks, cost=cost, smoke_job=job, remote_job=remote, next_step=wait)

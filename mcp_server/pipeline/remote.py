@@ -14,17 +14,21 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from filelock import FileLock
 
+from .. import settings
 from ..config import TrainConfig
-from ..errors import ConfigError, JobError
+from ..errors import ConfigError, JobError, TunepackError
 from ..hf_auth import permissions
-from ..home import home_dir
+from ..home import home_dir, trackio_dir
 from ..jobs import JobBackend, markers
+from ..jobs.cache import CachePlan, plan_cache
 from ..registry import LocalRegistry, render_card
 from ..registry.hub import hub_card, push_card, upload_dataset
 from ..tracking import points_from_metric_lines, summarize
+from ..tracking.imports import import_curve, merge_attempts
 from ..train.tiny_model import fingerprint
 
 MIN_TRAIN_TIMEOUT_S = 1800
@@ -63,21 +67,36 @@ def check_remote(cfg: TrainConfig) -> None:
     if cfg.model.is_tiny:
         raise ConfigError(f"model.name '{cfg.model.name}' is built on this machine and cannot run on HF Jobs.",
                           "use a Hub model id (e.g. Qwen/Qwen3-0.6B) for remote jobs, or the local backend.")
+    if cfg.tracking.server_url and not settings.secret("TRACKIO_WRITE_TOKEN"):
+        raise ConfigError(f"tracking.server_url is {cfg.tracking.server_url}, and Trackio logs to a self-hosted server "
+                          "only with its write token.",
+                          "export TRACKIO_WRITE_TOKEN (the write_token of the server's write-access URL) in the shell "
+                          "that starts tunepack: the job gets it as a secret.")
 
 
-def prepare_remote(cfg: TrainConfig) -> tuple[TrainConfig, dict]:
-    """Upload local data, choose the output repo; return (config for the job, push target)."""
+class RemotePlan(NamedTuple):
+    config: TrainConfig  # the config the job trains with: data in the private data repo at its pinned commit
+    push: dict  # {repo_id, private}: where the script pushes checkpoints, the adapter and its manifest
+    cache: CachePlan  # mounts (base model, data repo, cache bucket) and the cache environment
+
+
+def prepare_remote(cfg: TrainConfig) -> RemotePlan:
+    """Upload local data, choose the output repo, plan the mounts of ``job.cache``."""
     check_remote(cfg)
     who = permissions()
     repo_id = cfg.output.hub_repo_id or f"{who.user}/{cfg.registry_name}"
     push = {"repo_id": repo_id, "private": cfg.output.private}
-    remote = cfg
+    remote, data_repo = cfg, None
     if cfg.data.path:
         data_repo = f"{who.user}/tunepack-data-{fingerprint(cfg.data.path, 'data', 0)}"
         revision = upload_dataset(cfg.data.path, data_repo, private=True)
         data = cfg.data.model_copy(update={"path": [], "hub_id": data_repo, "revision": revision, "split": "train"})
         remote = cfg.model_copy(update={"data": data})
-    return remote, push
+    local_model = Path(cfg.model.name).is_dir()
+    cache = plan_cache(cfg.job.cache, who.user, model=None if local_model else cfg.model.name,
+                       model_revision=cfg.model.revision, data_repo=data_repo,
+                       data_revision=remote.data.revision if data_repo else None)
+    return RemotePlan(remote, push, cache)
 
 
 def finish_remote(backend: JobBackend, job_id: str) -> dict | None:
@@ -107,7 +126,9 @@ def _record_remote_run(backend: JobBackend, info, job_id: str) -> dict:
     last = done[-1]
     manifest, run = last["manifest"], info.labels.get("run", info.name)
     project = manifest["config"]["tracking"]["project"]
-    summary = summarize(project, run, points_from_metric_lines(found.get("METRIC", [])))
+    points = curve_of_run(backend, info, found)
+    summary = summarize(project, run, points)
+    imported = bring_curve_home(manifest, run, points, job_id)
     name = TrainConfig.model_validate(manifest["config"]).registry_name
     registry = LocalRegistry()
     entry = next((v for v in registry.list(name) if v.job_id == job_id), None) or registry.record_remote(
@@ -118,5 +139,32 @@ def _record_remote_run(backend: JobBackend, info, job_id: str) -> dict:
     result = {"run_name": run, "registry_name": entry.name, "registry_version": entry.version,
               "adapter_path": entry.path, "card_path": entry.card_path, "hub_repo": last["hub_repo"],
               "hub_commit": last["hub_commit"], "card_commit": card_commit, "steps": last["steps"],
-              "first_loss": last["first_loss"], "last_loss": last["last_loss"], "finished_at": time.time()}
+              "first_loss": last["first_loss"], "last_loss": last["last_loss"], "trackio": imported,
+              "finished_at": time.time()}
     return result
+
+
+def curve_of_run(backend: JobBackend, info, found: dict) -> list:
+    """The run's metric points over all its attempts (jobs with the same run label, oldest first): a retry that
+    resumed from a pushed checkpoint logged only the steps after it, and re-logged a few the killed one had."""
+    run = info.labels.get("run")
+    try:
+        jobs = [j for j in backend.list(labels={"run": run}) if j.id != info.id] if run else []
+    except TunepackError:
+        jobs = []
+    attempts = [points_from_metric_lines(markers.parse(backend.logs(j.id)).get("METRIC", []))
+                for j in sorted(jobs, key=lambda j: j.created_at) if j.created_at <= info.created_at]
+    return merge_attempts([*attempts, points_from_metric_lines(found.get("METRIC", []))])
+
+
+def bring_curve_home(manifest: dict, run: str, points: list, job_id: str) -> dict:
+    """Where the run's curve is: on the Space / Trackio server the job logged to, or imported now into the local
+    Trackio project (one value per step), so `trackio show` shows remote runs beside local ones."""
+    tracking = manifest["config"]["tracking"]
+    project = tracking["project"]
+    if tracking.get("space_id") or tracking.get("server_url"):
+        where = f"Space {tracking['space_id']}" if tracking.get("space_id") else f"server {tracking['server_url']}"
+        return {"project": project, "run": run, "where": where, "imported_steps": 0}
+    written = import_curve(project, run, points, config={"tunepack_job": job_id, **manifest["config"]})
+    return {"project": project, "run": run, "where": f"local Trackio ({trackio_dir()})", "imported_steps": written,
+            "steps": len(points)}

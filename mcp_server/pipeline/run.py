@@ -163,10 +163,13 @@ def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, fla
     if backend.name != "local":
         from .remote import prepare_remote
 
-        remote, push = prepare_remote(cfg)
-        script = write_script(remote, run_dir / "train.py", run_name=run_name, push=push)
-        spec = JobSpec(script=str(script), name=run_name, timeout_s=timeout_s, flavor=flavor, secrets=["HF_TOKEN"],
-                       labels={**labels, "output_repo": push["repo_id"]})
+        plan = prepare_remote(cfg)
+        script = write_script(plan.config, run_dir / "train.py", run_name=run_name, push=plan.push,
+                              mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket)
+        secrets = ["HF_TOKEN", *(["TRACKIO_WRITE_TOKEN"] if cfg.tracking.server_url else [])]
+        spec = JobSpec(script=str(script), name=run_name, timeout_s=timeout_s, flavor=flavor, secrets=secrets,
+                       labels={**labels, "output_repo": plan.push["repo_id"]}, volumes=plan.cache.mounts,
+                       env=plan.cache.env)
         return _Submitted(run_name, str(run_dir), str(script), backend.submit(spec))
     model_path = str(tiny_model_path(cfg)) if cfg.model.is_tiny else None
     adapter_dir = cfg.output.adapter_dir

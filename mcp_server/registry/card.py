@@ -48,7 +48,7 @@ def render_card(manifest: dict, summary: RunSummary | None, *, name: str, versio
         dataset_id=data.get("hub_id"),
         data_source=f"Hub dataset `{data['hub_id']}`" if data.get("hub_id") else "local files",
         dataset=manifest["dataset"], mask=manifest["mask_check"], training=manifest["training"],
-        device=manifest["device"], trackio=manifest["trackio"], libraries=manifest.get("libraries", {}),
+        device=manifest["device"], trackio=manifest["trackio"], job=manifest.get("job"), libraries=manifest.get("libraries", {}),
         metric_keys=metric_keys, first=first, last=summary.last if summary else {},
         minimum=summary.minimum if summary else {}, maximum=summary.maximum if summary else {}, fmt=_fmt,
         results_markdown=results_markdown.rstrip("\n"), script_sha256=manifest.get("script_sha256"),

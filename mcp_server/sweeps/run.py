@@ -86,7 +86,8 @@ def _reserve_folder(name: str) -> tuple[str, Path]:
             sweep_id = new_sweep_id(name) + f"-{secrets.token_hex(2)}"
 
 
-def _propose_runs(plan: SweepPlan, configs: dict[str, dict], sweep_id: str, folder: Path) -> list[RunState]:
+def _propose_runs(plan: SweepPlan, configs: dict[str, dict], sweep_id: str, folder: Path,
+                  owner: str | None = None) -> list[RunState]:
     """One ledger experiment per live run; if the ledger refuses one, none of this sweep stays proposed."""
     ledger = Ledger(plan.ledger)
     runs: list[RunState] = []
@@ -94,6 +95,8 @@ def _propose_runs(plan: SweepPlan, configs: dict[str, dict], sweep_id: str, fold
         for planned in (r for r in plan.runs if r.refused is None):
             config = configs[planned.id]
             config["tracking"]["run_name"] = f"{sweep_id}-{planned.id}"
+            if owner and not config["output"].get("hub_repo_id"):  # one output repo per run: concurrent runs
+                config["output"]["hub_repo_id"] = f"{owner}/{config['tracking']['run_name']}"[:96]  # never share
             variable, value = ledger_variable(planned.changes)
             experiment = ledger.propose(
                 f"sweep {sweep_id} run {planned.id}: {describe(planned.changes)}", variable, value,
@@ -109,6 +112,20 @@ def _propose_runs(plan: SweepPlan, configs: dict[str, dict], sweep_id: str, fold
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return runs
+
+
+def _hub_owner(plan: SweepPlan) -> str | None:
+    """The namespace remote runs push to (the token's user), for the hf backend; None without a readable token
+    (each run then names its repo when it starts, and shares the config's output repo)."""
+    if plan.backend == "local":
+        return None
+    from ..errors import TunepackError
+    from ..hf_auth import permissions
+
+    try:
+        return permissions().user
+    except TunepackError:
+        return None
 
 
 def _record(folder: Path, sweep_id: str, source: str | Path | dict, built: tuple, runs: list[RunState],
@@ -143,8 +160,9 @@ def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = Non
                        summary=_summary(plan), consent=consent or Consent())
     if decision.status == "approval_required":
         return SubmitResult(status="approval_required", decision=decision, plan=plan, next_step=decision.message)
+    owner = _hub_owner(plan)  # before anything is written: a token that cannot be read leaves nothing behind
     sweep_id, folder = _reserve_folder(spec.name)
-    runs = _propose_runs(plan, configs, sweep_id, folder)
+    runs = _propose_runs(plan, configs, sweep_id, folder, owner)
     _record(folder, sweep_id, source, built, runs, approved=decision.status == "approved")
     job = start_controller(sweep_id) if start else None
     return SubmitResult(status="submitted", sweep_id=sweep_id, decision=decision, plan=plan, controller_job=job,

@@ -54,9 +54,10 @@ def run_name_for(cfg: TrainConfig) -> str:
 
 
 def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: str | None = None,
-                  push: dict | None = None) -> str:
+                  push: dict | None = None, mounts: dict | None = None, cache_bucket: str | None = None) -> str:
     """The script text. ``model_path`` replaces ``model.name`` where it was resolved (tiny models);
-    ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub."""
+    ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub; ``mounts``
+    ({model, data, cache}: paths inside an HF job, ``jobs/cache.py``) makes it read the model and data there."""
     run_name = run_name or run_name_for(cfg)
     info = {
         "tunepack_version": __version__,
@@ -66,6 +67,8 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "git_commit": _git_commit(Path.cwd()),
         "push": push,
+        "mounts": mounts or None,  # HF job volumes: the base model and data repo (read-only), the cache bucket
+        "cache_bucket": cache_bucket,
         "launch": launch_plan(cfg),  # distributed.processes > 1: the script re-runs itself under the launcher
         "traces": _provenance(cfg),  # converted agent sessions: their source (Hub commit, file hashes) and counts
     }
@@ -95,11 +98,13 @@ def wrapped(blob: str, width: int = 100) -> str:
 
 
 def write_script(cfg: TrainConfig, out: str | Path, *, model_path: str | None = None,
-                 run_name: str | None = None, push: dict | None = None) -> Path:
+                 run_name: str | None = None, push: dict | None = None, mounts: dict | None = None,
+                 cache_bucket: str | None = None) -> Path:
     """Write the script atomically (a crash never leaves half a script behind)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = render_script(cfg, model_path=model_path, run_name=run_name, push=push)
+    text = render_script(cfg, model_path=model_path, run_name=run_name, push=push, mounts=mounts,
+                         cache_bucket=cache_bucket)
     fd, tmp = tempfile.mkstemp(prefix=".train-", suffix=".py", dir=out.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
