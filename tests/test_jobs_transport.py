@@ -45,7 +45,7 @@ def run_in_private_tmp(command: list[str], uv: Path) -> subprocess.CompletedProc
              '&& chmod +x /tmp/bin/uv && PATH=/tmp/bin:$PATH exec "$@"')
     wrapper = ["unshare", "--mount", "--propagation", "private", "sh", "-c", setup, str(uv), *command]
     try:
-        return subprocess.run(wrapper, capture_output=True, text=True, timeout=60)
+        return subprocess.run(wrapper, capture_output=True, text=True, timeout=60, cwd="/")  # a job starts in /
     except OSError as exc:
         pytest.skip(f"cannot make a mount namespace here ({exc})")
 

@@ -185,7 +185,8 @@ def test_concurrent_jobs_each_have_their_own_tmp_and_root(jobs_hub, api):
             for name in ("first", "second")}
     for name, job in jobs.items():
         assert jobs_hub.wait_job(job.id, 20)["status"]["stage"] == "COMPLETED", jobs_hub.job_log(job.id)
-        assert jobs_hub.job_log(job.id) == [name, name, name, "tunepack_job.py"]
+        log = jobs_hub.job_log(job.id)  # /tmp may also hold the mount point of a checkout under /tmp (CI's clone)
+        assert log[:3] == [name, name, name] and "tunepack_job.py" in log[3:], log
     assert os.path.exists("/tmp/tunepack_job.py") == existed and not Path("/root/mine").exists()
     assert not os.path.exists(probe)
 
