@@ -37,6 +37,7 @@ class HfBackend(JobBackend):
     def __init__(self, namespace: str | None = None):
         self.api = hf_auth.api()
         self._namespace = namespace
+        self._flavors: builtins.list[str] | None = None
 
     @property
     def namespace(self) -> str:
@@ -83,11 +84,12 @@ class HfBackend(JobBackend):
         live hardware list (tunepack's table when it cannot be read), the timeout's format, labels, names."""
         from .pricing import hf_flavors
 
-        try:
-            known = [h.name for h in self.hardware()]
-        except Exception:  # noqa: BLE001 — unreachable or refused: the submit itself will say why; check offline
-            known = [h.name for h in hf_flavors()]
-        check_flavor(spec.flavor or "cpu-basic", known)
+        if self._flavors is None:  # listed once per backend: a sweep's submits do not each ask again
+            try:
+                self._flavors = [h.name for h in self.hardware()]
+            except Exception:  # noqa: BLE001 — unreachable or refused: the submit itself will say why; check offline
+                self._flavors = [h.name for h in hf_flavors()]
+        check_flavor(spec.flavor or "cpu-basic", self._flavors)
         if spec.timeout_s is not None:
             parse_timeout(spec.timeout_s)
         check_labels(spec.labels)
