@@ -18,6 +18,8 @@ from pydantic import BaseModel
 _Model = TypeVar("_Model", bound=BaseModel)
 
 PREFIX = "opt_"  # argparse destinations of model fields, apart from the command's own arguments
+YES_HELP = ("you approve what this command spends or publishes; needed when it runs without a terminal "
+            "(a paid or publishing command from a pipe or an agent's shell is refused otherwise)")
 
 
 def _base(annotation: Any) -> Any:

@@ -10,6 +10,7 @@ server that changes one sees the change).
 | ``TUNEPACK_PYTHON`` | the interpreter local jobs run with | this interpreter |
 | ``TUNEPACK_LOCAL_MAX_JOBS`` | local jobs running at once | 2 |
 | ``TUNEPACK_DAILY_BUDGET_USD`` | a project's daily budget until a human sets one | ``approval.budget.DEFAULT_DAILY_USD`` |
+| ``TUNEPACK_DAILY_TOTAL_USD`` | the daily cap over all projects until a human sets one | the largest project limit |
 | ``TUNEPACK_TOOL_BUDGET_S`` | seconds a viewer tool may take before it answers with what it has | 15 |
 | ``TUNEPACK_VIEWER_URL`` | the Datasets Viewer's base URL | ``https://datasets-server.huggingface.co`` |
 | ``TUNEPACK_JOB_ID`` | set by the local runner inside a job | — |
@@ -46,6 +47,11 @@ def trackio_root() -> Path:
     return Path(_get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")) / "trackio"
 
 
+def hf_home() -> Path:
+    """The Hugging Face home (``HF_HOME``, else ``~/.cache/huggingface``): where its token file lives."""
+    return Path(_get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")).expanduser()
+
+
 def skills_dir_override() -> Path | None:
     env = _get("TUNEPACK_SKILLS_DIR")
     return Path(env).expanduser() if env else None
@@ -70,6 +76,11 @@ def local_max_jobs() -> int:
 
 def daily_budget_usd(default: float) -> float:
     return float(_get("TUNEPACK_DAILY_BUDGET_USD") or default)
+
+
+def daily_total_usd() -> float | None:
+    value = _get("TUNEPACK_DAILY_TOTAL_USD")
+    return float(value) if value else None
 
 
 def tool_budget_s() -> float:

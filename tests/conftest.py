@@ -17,6 +17,7 @@ os.environ["TRACKIO_DIR"] = str(_STATE / "trackio")
 os.environ.pop("HF_HUB_OFFLINE", None)  # the Hub stand-in must be reachable; nothing else is
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TUNEPACK_DAILY_TOTAL_USD", "1000")  # one session charges many projects; the cap has its tests
 os.environ["TUNEPACK_TOOLSETS"] = "all"  # servers the tests start expose every tool; test_toolsets checks the default
 
 @pytest.fixture

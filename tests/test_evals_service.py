@@ -127,7 +127,7 @@ def test_eval_run_from_the_cli_is_held_to_the_daily_budget(hub):
     Budget().set_limit("tunepack-evals", 0.01)
     try:
         done = run_cli("eval", "run", "budget-eval", "--backend", "hf", "--flavor", "a10g-small", "--timeout", "3600",
-                       timeout=120)
+                       "--yes", timeout=120)
     finally:
         Budget().set_limit("tunepack-evals", 10.0)
     assert done.returncode == 1 and "Budget refused" in done.stderr and "tunepack-evals" in done.stderr

@@ -56,7 +56,7 @@ def test_timeout_policy(hub, tmp_path):
     with pytest.raises(JobError, match="under 30 minutes"):
         start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small", timeout_s=600)
     start_pipeline(cfg, backend=get_backend("hf"), flavor="a10g-small", timeout_s=600, force=True,
-                   consent=Consent.keyboard())
+                   consent=Consent.keyboard(yes=True))
     assert len(hub.requests("POST", "/api/jobs/alice")) == 1
 
 
@@ -86,7 +86,7 @@ def finished_logs(cfg, run_name: str) -> list[str]:
 def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
     cfg = config(tmp_path)
     started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small",
-                             consent=Consent.keyboard())
+                             consent=Consent.keyboard(yes=True))
     job_id = started.job.id
     hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
     hub.state.logs[job_id] = finished_logs(cfg, started.run_name)
@@ -114,7 +114,7 @@ def test_cli_run_on_hf_follows_the_job_and_records_it(hub, tmp_path):
     path.write_text(json.dumps(cfg.model_dump(mode="json")))
     hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
     proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "run", str(path), "--backend", "hf",
-                             "--flavor", "t4-small", "--timeout", "3600", "--json"],
+                             "--flavor", "t4-small", "--timeout", "3600", "--json", "--yes"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     deadline = time.time() + 60
     while not hub.requests("POST", "/api/jobs/alice") and time.time() < deadline:
@@ -134,7 +134,8 @@ def test_the_cli_is_held_to_the_daily_budget(hub, tmp_path):
     path = tmp_path / "remote.yaml"
     path.write_text(json.dumps(cfg.model_dump(mode="json")))
     Budget().set_limit("remote-budget", 0.25)
-    done = run_cli("run", str(path), "--backend", "hf", "--flavor", "t4-small", "--timeout", "3600", timeout=120)
+    done = run_cli("run", str(path), "--backend", "hf", "--flavor", "t4-small", "--timeout", "3600", "--yes",
+                   timeout=120)
     assert done.returncode == 1 and "Budget refused" in done.stderr and "remote-budget" in done.stderr
     assert not hub.requests("POST", "/api/jobs/alice") and not [r for r in hub.state.repos if r.startswith("alice/")]
 
@@ -142,7 +143,7 @@ def test_the_cli_is_held_to_the_daily_budget(hub, tmp_path):
 def test_jobs_status_from_the_cli_settles_a_finished_remote_run(hub, tmp_path):
     cfg = config(tmp_path, tracking={"project": "remote-status"}, output={"name": "remote-status"})
     started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small",
-                             consent=Consent.keyboard())
+                             consent=Consent.keyboard(yes=True))
     assert Budget().status("remote-status").open_charges == 1
     hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
     hub.state.logs[started.job.id] = finished_logs(cfg, started.run_name)

@@ -74,7 +74,7 @@ def trained(replica, tmp_path_factory):
         project = unique("e2e-twin")
         cfg = load_config(hf_twin(tmp, project, steps=6, save_steps=2))
         started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small",
-                                 consent=Consent.keyboard())
+                                 consent=Consent.keyboard(yes=True))
         job = finished(hub, started.job.id)
         backend = get_backend("hf")
         settled = settle(backend, backend.status(started.job.id))
@@ -126,7 +126,7 @@ def test_c_the_eval_job_scores_base_and_adapter_from_the_hub_repo(trained):
     entry = LocalRegistry().get(project)
     ev = EvalSection(tasks=["humaneval"], limit=2, max_tokens=16, backend="hf", sandbox="unsafe-host")
     started = start_eval(project, ev=ev, backend=get_backend("hf"), flavor="a10g-small", timeout_s=1800,
-                         consent=Consent.keyboard())
+                         consent=Consent.keyboard(yes=True))
     finished(hub, started.spend.job.id)
     backend = get_backend("hf")
     evaluated = settle(backend, backend.status(started.spend.job.id))["evaluated"]
@@ -271,7 +271,7 @@ def test_f_curves_go_to_the_trackio_server_the_config_names_and_no_cache_means_d
         cfg = load_config(hf_twin(tmp_path, project, steps=4, save_steps=None, cache="none",
                                   tracking={"project": project, "server_url": f"http://127.0.0.1:{port}"}))
         started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small",
-                                 consent=Consent.keyboard())
+                                 consent=Consent.keyboard(yes=True))
         job = finished(hub, started.job.id)
         settled = settle(get_backend("hf"), get_backend("hf").status(job["id"]))["registered"]
         assert settled["trackio"]["imported_steps"] == 0 and "server" in settled["trackio"]["where"]

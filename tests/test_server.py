@@ -343,15 +343,15 @@ def test_two_step_token_without_elicitation(hub):
     assert len(hub.requests("POST", "/api/jobs/alice")) == 1
     assert reused.is_error and "already used" in text(reused)
 
-    db = sqlite3.connect(Path(os.environ["TUNEPACK_HOME"]) / "approval" / "tokens.db")
+    db = sqlite3.connect(Path(os.environ["TUNEPACK_HOME"]) / "approval" / "quotes.db")
     with db:
-        db.execute("UPDATE tokens SET expires = ? WHERE token = ?", (time.time() - 1, second))
+        db.execute("UPDATE quotes SET expires = ? WHERE token = ?", (time.time() - 1, second))
     expired = session(lambda c: c.call_tool("jobs_submit", {**PAID, "approval_token": second}))
     assert expired.is_error and "expired" in text(expired)
 
 
 def test_budget_refusal_survives_a_restart(hub):
-    assert run_cli("budget", "set", "tight", "0.25").returncode == 0
+    assert run_cli("budget", "set", "tight", "0.25", "--yes").returncode == 0
     args = {**PAID, "project": "tight"}
 
     async def flow(client):

@@ -162,8 +162,9 @@ def test_cli_push_at_the_keyboard_and_the_mcp_tool(hub, home, capfd):
 
     parser = argparse.ArgumentParser(prog="tunepack")
     add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["traces", "push", str(home / ".hermes/sessions"), "--repo", REPO_ID, "--public"])
-    args.func(args)  # a person typed --public: that is the approval
+    args = parser.parse_args(["traces", "push", str(home / ".hermes/sessions"), "--repo", REPO_ID, "--public",
+                              "--yes"])
+    args.func(args)  # a person typed --public --yes: that is the approval
     out = json.loads(capfd.readouterr().out)
     assert out["status"] == "pushed" and out["decision"]["via"] == "keyboard" and out["harnesses"] == {"hermes": 3}
     assert hub.state.repos[REPO_ID]["private"] is False

@@ -10,27 +10,40 @@ Finished jobs have their worst-case charge replaced by the real cost in ``reconc
 from __future__ import annotations
 
 import secrets
+import sys
 from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
 from ..jobs import CostEstimate, JobBackend, JobInfo
 from .budget import Budget, BudgetStatus
-from .gate import Decision, decide
+from .gate import Asked, Decision, decide
 
 
 class Consent(BaseModel):
     """How the human agreed to an action that spends money or publishes."""
 
-    at_keyboard: bool = Field(False, description="a person typed the command (the CLI)")
+    at_keyboard: bool = Field(False, description="a person typed the command in a terminal, or added --yes (the CLI)")
+    no_terminal: bool = Field(False, description="a CLI command run without a terminal and without --yes")
     elicited: bool | None = Field(None, description="their answer to an MCP elicitation; None = not asked")
     token: str | None = Field(None, description="an approval token from an earlier quote of the same action")
     part_of: str | None = Field(None, description="an approved whole this action belongs to (a sweep id): each of "
                                                   "its jobs is approved with it, and still charged")
+    asked: Asked = Field(default_factory=Asked, description="the MCP call's client, session and server mode")
 
     @classmethod
-    def keyboard(cls) -> Consent:
-        return cls(at_keyboard=True)
+    def keyboard(cls, yes: bool = False) -> Consent:
+        """A CLI command's consent: a person at a terminal typed it, or said --yes; otherwise (no terminal: an
+        agent's shell, a pipe) a paid or publishing action is refused."""
+        typed = yes or _terminal()
+        return cls(at_keyboard=typed, no_terminal=not typed)
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin, or a closed one
+        return False
 
 
 class Spend(BaseModel):
@@ -49,7 +62,7 @@ def approve(action: str, arguments: dict, cost_usd: float, *, needed: bool, summ
     """The approval half alone (publishing has no cost but may need a yes)."""
     return decide(action, arguments, cost_usd=cost_usd, needs_approval=needed, summary=summary,
                   elicited=consent.elicited, approval_token=consent.token, at_keyboard=consent.at_keyboard,
-                  part_of=consent.part_of)
+                  part_of=consent.part_of, no_terminal=consent.no_terminal, asked=consent.asked)
 
 
 def spend(action: str, arguments: dict, cost: CostEstimate, project: str, submit: Callable[[], JobInfo],

@@ -1,7 +1,12 @@
-"""Two-step approval for clients without elicitation (OpenCode): the first call gets a token bound
-to a hash of the tool name, its full arguments and the quoted cost; the second call, made after a
-human said yes, passes the token back. Tokens are single-use, expire after 10 minutes, and live in
-the tunepack home so a restarted stdio server still honours them."""
+"""Two-step approval for clients without elicitation (OpenCode): the first call gets a quote — a token bound to
+a hash of the tool name, its full arguments and the quoted cost, and to the MCP session that asked; the second
+call, made in that same session after a human said yes, passes the token back. Tokens are single-use, expire
+after 10 minutes and live in the tunepack home.
+
+In custodian mode (``tunepack serve --http --custodian``, run by the person under another OS account) a token
+is only a quote number: it approves nothing until that account's person runs ``tunepack approve TOKEN``, which
+the agent cannot, since it cannot open this database. A human's "no" to an elicitation voids every open quote
+of that action."""
 
 from __future__ import annotations
 
@@ -13,10 +18,14 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from ..errors import ApprovalError
 from ..home import home_dir
 
 TTL_S = 600
+_AGAIN = ("call the tool again without approval_token to get a fresh quote, show it to the human, and pass the "
+          "new token only after they approve.")
 
 
 def action_hash(tool: str, arguments: dict, cost_usd: float) -> str:
@@ -25,45 +34,97 @@ def action_hash(tool: str, arguments: dict, cost_usd: float) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+class Quote(BaseModel):
+    """An open quote as ``tunepack approve --list`` shows it to the custodian."""
+
+    token: str
+    tool: str
+    cost_usd: float
+    summary: str
+    expires_at: float
+    approved: bool
+
+
 class TokenStore:
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path else home_dir("approval") / "tokens.db"
+        self.path = Path(path) if path else home_dir("approval") / "quotes.db"
         with closing(self._db()) as db, db:
-            db.execute("CREATE TABLE IF NOT EXISTS tokens (token TEXT PRIMARY KEY, action TEXT NOT NULL, "
-                       "tool TEXT NOT NULL, cost REAL NOT NULL, expires REAL NOT NULL, used REAL)")
+            db.execute("CREATE TABLE IF NOT EXISTS quotes (token TEXT PRIMARY KEY, action TEXT NOT NULL, "
+                       "tool TEXT NOT NULL, cost REAL NOT NULL, expires REAL NOT NULL, used REAL, "
+                       "session TEXT NOT NULL DEFAULT '', summary TEXT NOT NULL DEFAULT '', approved REAL, "
+                       "void TEXT)")
 
     def _db(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30, isolation_level=None)
 
-    def issue(self, tool: str, arguments: dict, cost_usd: float, now: float | None = None) -> tuple[str, float]:
+    def issue(self, tool: str, arguments: dict, cost_usd: float, now: float | None = None, *, session: str = "",
+              summary: str = "") -> tuple[str, float]:
         token = "tp-approve-" + secrets.token_urlsafe(12)
         expires = (now or time.time()) + TTL_S
         with closing(self._db()) as db:
-            db.execute("INSERT INTO tokens VALUES (?, ?, ?, ?, ?, NULL)",
-                       (token, action_hash(tool, arguments, cost_usd), tool, cost_usd, expires))
+            db.execute("INSERT INTO quotes (token, action, tool, cost, expires, session, summary) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (token, action_hash(tool, arguments, cost_usd), tool, cost_usd, expires, session, summary))
         return token, expires
 
-    def redeem(self, token: str, tool: str, arguments: dict, cost_usd: float, now: float | None = None) -> None:
-        """Consume the token for exactly this action, or raise ApprovalError saying why not."""
+    def redeem(self, token: str, tool: str, arguments: dict, cost_usd: float, now: float | None = None, *,
+               session: str = "", custodian: bool = False) -> None:
+        """Consume the token for exactly this action in this session (in custodian mode: once the custodian
+        approved it), or raise ApprovalError saying why not."""
         now = now or time.time()
-        again = "call the tool again without approval_token to get a fresh quote, show it to the human, " \
-                "and pass the new token only after they approve."
         with closing(self._db()) as db:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT action, expires, used FROM tokens WHERE token = ?", (token,)).fetchone()
-            if row is None:
+            row = db.execute("SELECT action, expires, used, session, approved, void FROM quotes WHERE token = ?",
+                             (token,)).fetchone()
+            problem = _refusal(row, action_hash(tool, arguments, cost_usd), now, session, custodian)
+            if problem:
                 db.execute("ROLLBACK")
-                raise ApprovalError("The approval token is not one this server issued.", again)
-            action, expires, used = row
-            if used is not None:
-                db.execute("ROLLBACK")
-                raise ApprovalError("The approval token was already used (tokens are single-use).", again)
-            if now > expires:
-                db.execute("ROLLBACK")
-                raise ApprovalError("The approval token expired (tokens last 10 minutes).", again)
-            if action != action_hash(tool, arguments, cost_usd):
-                db.execute("ROLLBACK")
-                raise ApprovalError("The approval token was issued for different arguments or a different cost.",
-                                    again)
-            db.execute("UPDATE tokens SET used = ? WHERE token = ?", (now, token))
+                raise ApprovalError(problem, _AGAIN if not custodian else
+                                    f"ask the human to approve it as the custodian: `tunepack approve {token}`; "
+                                    "then call the tool again with the same arguments and this token.")
+            db.execute("UPDATE quotes SET used = ? WHERE token = ?", (now, token))
             db.execute("COMMIT")
+
+    def void(self, tool: str, arguments: dict, cost_usd: float, reason: str) -> int:
+        """End every open quote of this action (the human declined it); how many were open."""
+        with closing(self._db()) as db:
+            return db.execute("UPDATE quotes SET void = ? WHERE action = ? AND used IS NULL AND void IS NULL",
+                              (reason, action_hash(tool, arguments, cost_usd))).rowcount
+
+    def approve(self, token: str, now: float | None = None) -> Quote:
+        """The custodian's yes to one open quote."""
+        now = now or time.time()
+        with closing(self._db()) as db:
+            n = db.execute("UPDATE quotes SET approved = ? WHERE token = ? AND used IS NULL AND void IS NULL "
+                           "AND expires >= ?", (now, token, now)).rowcount
+        if not n:
+            raise ApprovalError(f"No open quote '{token[:40]}' (unknown, used, declined or expired).",
+                                "list the open quotes with `tunepack approve --list` and approve one of them.")
+        return next(q for q in self.open_quotes(now) if q.token == token)
+
+    def open_quotes(self, now: float | None = None) -> list[Quote]:
+        now = now or time.time()
+        with closing(self._db()) as db:
+            rows = db.execute("SELECT token, tool, cost, summary, expires, approved FROM quotes WHERE used IS NULL "
+                              "AND void IS NULL AND expires >= ? ORDER BY expires", (now,)).fetchall()
+        return [Quote(token=t, tool=tool, cost_usd=c, summary=s, expires_at=e, approved=a is not None)
+                for t, tool, c, s, e, a in rows]
+
+
+def _refusal(row, action: str, now: float, session: str, custodian: bool) -> str | None:
+    if row is None:
+        return "The approval token is not one this server issued."
+    quoted, expires, used, quoted_session, approved, void = row
+    if used is not None:
+        return "The approval token was already used (tokens are single-use)."
+    if void is not None:
+        return f"The approval token's quote was ended: {void}."
+    if now > expires:
+        return "The approval token expired (tokens last 10 minutes)."
+    if quoted != action:
+        return "The approval token was issued for different arguments or a different cost."
+    if quoted_session != session:
+        return "The approval token was issued to another MCP session (a token is good only where it was quoted)."
+    if custodian and approved is None:
+        return "The custodian has not approved this quote yet."
+    return None

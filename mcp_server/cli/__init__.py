@@ -12,7 +12,8 @@ Usage:
     tunepack skills list | read | check        tunepack pitfall add SKILL --symptom … --cause … --fix …
     tunepack ledger …   tunepack research …   tunepack sweep …   tunepack harness check | sync
     tunepack setup opencode|codex|claude [--project DIR | --user] [--dry-run] [--remove]
-    tunepack serve [--http] [--toolsets core,jobs]      tunepack budget show|set PROJECT [USD]
+    tunepack serve [--http [--custodian]] [--toolsets core,jobs]   tunepack approve [TOKEN | --list]
+    tunepack budget show|set PROJECT [USD] [--yes]      tunepack budget set --total USD
     tunepack data inspect PATH | preview CONFIG --row N      tunepack tiny-model --data F -o DIR
 
 The README's "MCP tool → CLI command" table maps every MCP tool to its command here.
@@ -27,10 +28,24 @@ from .. import __version__
 from ..errors import TunepackError
 
 
+def _custodian() -> None:
+    from ..approval.custodian import prepare_custodian
+    from ..server.common import ServerMode
+
+    for note in prepare_custodian():
+        print(f"tunepack: custodian: {note}", file=sys.stderr)
+    ServerMode.custodian = True
+
+
 def cmd_serve(args) -> None:
     from ..server import serve
     from ..settings import toolsets
 
+    if args.custodian:
+        if not args.http:
+            raise TunepackError("--custodian serves another OS account's agent, which reaches this server over HTTP.",
+                                "add --http (and give the agent's harness the URL http://127.0.0.1:PORT/mcp).")
+        _custodian()
     serve(http=args.http, host=args.host, port=args.port,
           toolsets=args.toolsets if args.toolsets is not None else toolsets())
 
@@ -43,6 +58,9 @@ def _add_serve(sub) -> None:
     p.add_argument("--toolsets", default=None,
                    help="comma-separated toolsets to expose: core (default: the whole contract), jobs, tracking, "
                         "viewer, data, ledger, research, or all (also TUNEPACK_TOOLSETS)")
+    p.add_argument("--custodian", action="store_true",
+                   help="run as the custodian account: paid and publishing actions wait for `tunepack approve TOKEN` "
+                        "run under this account (see README, Security)")
     p.set_defaults(func=cmd_serve)
 
 

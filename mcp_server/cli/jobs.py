@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..cli_options import YES_HELP
 from ..errors import TunepackError
 from .common import follow, print_json, progress, report_spend
 
@@ -64,6 +65,7 @@ def _add_submit(actions) -> None:
     a.add_argument("--secret", action="append", help="a secret's NAME (e.g. HF_TOKEN); the value is read from "
                                                      "the environment")
     a.add_argument("--project", default="tunepack", help="project charged in the budget")
+    a.add_argument("--yes", action="store_true", help=YES_HELP)
     a.set_defaults(func=cmd_submit)
 
 
@@ -140,7 +142,7 @@ def cmd_submit(args) -> None:
     script_args = _script_args(args.script_args)
     spec = JobSpec(script=args.script, args=script_args, labels=_labels(args.label), secrets=args.secret or [],
                    timeout_s=args.timeout, flavor=args.flavor)
-    spent = submit_script(spec, args.backend, project=args.project, consent=Consent.keyboard())
+    spent = submit_script(spec, args.backend, project=args.project, consent=Consent.keyboard(args.yes))
     report_spend(spent)
     job = spent.job
     if job is None:  # the keyboard is the approval, so only a refusal ends here, and that raised already

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 
+from ..cli_options import YES_HELP
 from ..errors import TunepackError
 from .common import follow, print_json, progress, report_spend
 
@@ -49,6 +50,7 @@ def add_parsers(sub) -> None:
     p.add_argument("--force", action="store_true", help="allow an hf training timeout under 30 minutes")
     p.add_argument("-v", "--verbose", action="store_true", help="show every line of the job log")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--yes", action="store_true", help=YES_HELP)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("tiny-model", help="build a tiny random-initialised CPU replica of a model family")
@@ -59,11 +61,20 @@ def add_parsers(sub) -> None:
     p.add_argument("--vocab-size", type=int, default=2048)
     p.set_defaults(func=cmd_tiny_model)
 
-    p = sub.add_parser("budget", help="show or set (humans only) a project's daily spending budget")
+    p = sub.add_parser("budget", help="show or set (humans only) a project's daily spending budget, or the daily "
+                                      "cap over all projects (--total)")
     p.add_argument("action", choices=["show", "set"])
-    p.add_argument("project")
+    p.add_argument("project", nargs="?", help="the project (e.g. the config's tracking.project)")
     p.add_argument("usd", nargs="?", type=float)
+    p.add_argument("--total", type=float, metavar="USD", help="set the daily cap over all projects together")
+    p.add_argument("--yes", action="store_true", help="you set it (needed when the command runs without a terminal)")
     p.set_defaults(func=cmd_budget)
+
+    p = sub.add_parser("approve", help="(the custodian account, humans only) approve an open quote of a paid or "
+                                       "publishing action, or list the open quotes")
+    p.add_argument("token", nargs="?", help="the approval token the quote showed")
+    p.add_argument("--list", action="store_true", help="list the open quotes")
+    p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("data", help="inspect a dataset, or preview the trained tokens of one row")
     p.add_argument("action", choices=["inspect", "preview"])
@@ -112,7 +123,7 @@ def cmd_run_remote(args) -> None:
 
     backend = get_backend(args.backend)
     started = start_pipeline(args.config, backend=backend, timeout_s=args.timeout, flavor=args.flavor,
-                             force=args.force, consent=Consent.keyboard())
+                             force=args.force, consent=Consent.keyboard(args.yes))
     job = started.job
     assert job is not None, "keyboard consent approves: the job was submitted"
     report_spend(started.spend)
@@ -200,15 +211,40 @@ def cmd_tiny_model(args) -> None:
 
 
 def cmd_budget(args) -> None:
-    from ..approval import Budget
+    from ..approval import Budget, Consent
 
     budget = Budget()
+    project = args.project or "tunepack"
     if args.action == "set":
-        if args.usd is None or args.usd < 0:
-            raise TunepackError("`tunepack budget set` needs a daily amount in USD (0 or more).",
-                                "e.g. tunepack budget set my-project 25")
-        budget.set_limit(args.project, args.usd)
-    print_json(budget.status(args.project).model_dump())
+        amount = args.total if args.total is not None else args.usd
+        if amount is None or amount < 0 or (args.total is None and not args.project):
+            raise TunepackError("`tunepack budget set` needs a project and a daily amount in USD (0 or more), or "
+                                "--total USD.", "e.g. tunepack budget set my-project 25, or tunepack budget set "
+                                "--total 40")
+        if not Consent.keyboard(args.yes).at_keyboard:
+            raise TunepackError("No terminal: a budget is set by a person, and this command runs without a terminal.",
+                                "a person: run it in a terminal (or add --yes); an agent: ask the human to set it.")
+        if args.total is not None:
+            budget.set_total(amount)
+        else:
+            budget.set_limit(project, amount)
+    print_json(budget.status(project).model_dump())
+
+
+def cmd_approve(args) -> None:
+    """The custodian's yes: run under the account that holds the quotes (an agent cannot open them)."""
+    from ..approval import Consent, TokenStore
+
+    store = TokenStore()
+    if args.list or not args.token:
+        print_json([q.model_dump() for q in store.open_quotes()])
+        return
+    if not Consent.keyboard().at_keyboard:
+        raise TunepackError("No terminal: `tunepack approve` is a person's yes, and this command runs without one.",
+                            "run it yourself in a terminal under the custodian account.")
+    quote = store.approve(args.token)
+    print(f"approved: {quote.summary or quote.tool} (${quote.cost_usd:.2f}); the agent may now call {quote.tool} "
+          "again with this token")
 
 
 def cmd_data(args) -> None:

@@ -8,6 +8,7 @@ Usage:
 
 from __future__ import annotations
 
+from ..cli_options import YES_HELP
 from ..errors import TunepackError
 from .common import print_json
 
@@ -28,6 +29,7 @@ def add_parser(sub) -> None:
     a.add_argument("--repo", required=True, help="Hub repo id (namespace/name)")
     a.add_argument("--version", type=int, default=None, help="version to publish (default the newest)")
     a.add_argument("--public", action="store_true", help="publish as a public repo (default private)")
+    a.add_argument("--yes", action="store_true", help=YES_HELP)
     a.set_defaults(func=cmd_publish)
 
 
@@ -55,6 +57,6 @@ def cmd_publish(args) -> None:
     if "/" not in args.repo:
         raise TunepackError(f"--repo {args.repo!r} is not a Hub repo id.", "use namespace/name, e.g. alice/my-adapter")
     done = publish_approved(args.name, args.version, args.repo, private=not args.public,
-                            consent=Consent.keyboard())  # --public typed by a person is their approval
+                            consent=Consent.keyboard(args.yes))  # --public typed by a person is their approval
     assert done.push is not None, "keyboard consent approves: the version was pushed"
     print_json(done.push.model_dump())

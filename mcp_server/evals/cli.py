@@ -16,7 +16,7 @@ import sys
 
 
 def add_parser(sub) -> None:
-    from ..cli_options import add_model_options
+    from ..cli_options import YES_HELP, add_model_options
     from ..config.schema import EvalSection
 
     p = sub.add_parser("eval", help="evaluate an adapter on HumanEval/MBPP (Inspect + sandbox), read results")
@@ -30,6 +30,7 @@ def add_parser(sub) -> None:
     r.add_argument("--flavor", help="HF Jobs hardware flavor (--backend hf)")
     r.add_argument("--timeout", type=int, help="kill the eval job after this many seconds")
     r.add_argument("--json", action="store_true", help="print JSON")
+    r.add_argument("--yes", action="store_true", help=YES_HELP)
     r.set_defaults(func=run_eval)
     s = actions.add_parser("results", help="the recorded results of a registry version or an eval job")
     s.add_argument("name", nargs="?", help="registry name of the adapter line")
@@ -81,7 +82,7 @@ def run_eval(args) -> None:
     backend = get_backend(args.backend)
     # the command is the person's approval; a paid flavor is still charged to the daily budget
     started = service.start_eval(args.name, args.version, ev=ev, backend=backend, flavor=args.flavor,
-                                 timeout_s=args.timeout, consent=Consent.keyboard())
+                                 timeout_s=args.timeout, consent=Consent.keyboard(args.yes))
     job = started.job
     assert job is not None, "keyboard consent approves: the job was submitted"
     if started.spend.cost.paid and started.spend.budget:

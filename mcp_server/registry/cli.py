@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 
+from ..cli_options import YES_HELP
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("export", help="serve a registry version with vLLM from OpenCode / Codex / Claude Code; "
@@ -24,6 +26,7 @@ def add_parser(sub) -> None:
     p.add_argument("--base", default=None, help="load the base from this folder or Hub id instead of the run's")
     p.add_argument("--port", type=int, default=8000, help="port of the local vLLM server in the printed configs")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--yes", action="store_true", help=YES_HELP)
     p.set_defaults(func=run)
 
 
@@ -32,7 +35,7 @@ def run(args) -> None:
     from .export import export_version
 
     done = export_version(args.name, args.version, merge=args.merge, output=args.output, push_repo=args.push,
-                          private=not args.public, consent=Consent.keyboard(),  # a person typed --public
+                          private=not args.public, consent=Consent.keyboard(args.yes),  # a person typed --public
                           base_override=args.base, port=args.port)
     if args.json:
         print(json.dumps(done.model_dump(mode="json"), indent=2))

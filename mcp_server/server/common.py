@@ -8,6 +8,7 @@ import errno
 import functools
 import inspect
 import logging
+import secrets
 import sys
 from typing import Annotated
 
@@ -16,7 +17,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel, Field
 
-from ..approval import Consent
+from ..approval import Asked, Consent
 from ..errors import InputError, TunepackError
 
 log = logging.getLogger("tunepack.server")
@@ -40,15 +41,45 @@ class Approval(BaseModel):
     approve: bool = Field(description="Approve?")
 
 
-def consent_from(outcome, approval_token: str | None = None) -> Consent:
+class ServerMode:
+    """How this server process was started: ``custodian`` = ``tunepack serve --http --custodian`` (a token
+    approves only after ``tunepack approve`` under the custodian account)."""
+
+    custodian = False
+
+
+_PROCESS = "session-" + secrets.token_hex(8)
+
+
+def session_key(ctx: Context | None) -> str:
+    """A name for the MCP session of this call: approval tokens are good only in the session that was quoted.
+    Over stdio the server process serves one client, so the process is the session; over HTTP the transport's
+    session id. Stateless HTTP (protocol 2026-07-28) has no session at all: there a token is bound to nothing
+    but its action (README, Security)."""
+    if ctx is None:
+        return ""
+    if ctx.request_context.request is None:  # stdio: no HTTP request behind the call
+        return _PROCESS
+    # the SDK makes a ServerSession per request; the connection behind it lives as long as the client's session
+    # (mcp 2.x keeps it private: ``ServerSession._connection``)
+    connection = getattr(ctx.session, "_connection", None)
+    session_id = getattr(connection, "session_id", None)
+    return f"session-{session_id}" if session_id else "stateless-http"
+
+
+def consent_from(outcome, approval_token: str | None = None, ctx: Context | None = None) -> Consent:
     """The human's consent from an approval resolver's outcome: their answer when they were asked (a declined
     or cancelled question is a no), nothing when the resolver asked nobody (it returned None), plus the
-    approval token the agent passed back."""
-    if isinstance(outcome, AcceptedElicitation):
+    approval token the agent passed back and where the call came from (can its client elicit, its session)."""
+    if outcome is None:
+        answer = None
+    elif isinstance(outcome, AcceptedElicitation):
         answer = outcome.data.approve if isinstance(outcome.data, Approval) else None
     else:
         answer = False
-    return Consent(elicited=answer, token=approval_token)
+    asked = Asked(can_elicit=ctx is not None and can_elicit(ctx), session=session_key(ctx),
+                  custodian=ServerMode.custodian)
+    return Consent(elicited=answer, token=approval_token, asked=asked)
 
 
 def can_elicit(ctx: Context) -> bool:

@@ -22,9 +22,9 @@ def _placed(backend: str | None = None, flavor: str | None = None, timeout_s: in
     return Placed(None, backend or "local", flavor, timeout_s)
 
 
-def ask_to_spend_on_eval(ctx: Context, placed: Annotated[Placed, Resolve(_placed)], approval_token: str | None = None):
+def ask_to_spend_on_eval(ctx: Context, placed: Annotated[Placed, Resolve(_placed)]):
     """The spend question of pipeline_run, for a tool without a config: the job's placement is in the call."""
-    return ask_to_spend(ctx, placed, approval_token)
+    return ask_to_spend(ctx, placed)
 
 
 EvalApproval = Annotated[ElicitationResult[Approval], Resolve(ask_to_spend_on_eval)]
@@ -60,7 +60,7 @@ def _next_step(summary: dict) -> str:
 
 
 @guarded
-def eval_start(name: Name, approval: EvalApproval, version: Version = None,
+def eval_start(ctx: Context, name: Name, approval: EvalApproval, version: Version = None,
                eval: Annotated[EvalSection | None, Field(description="What to evaluate and how: the config's eval "
                                                                     "section (default: tasks [humaneval]).")] = None,
                backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
@@ -72,7 +72,7 @@ def eval_start(name: Name, approval: EvalApproval, version: Version = None,
 
     started = start_eval(name, version, ev=eval or EvalSection(tasks=["humaneval"]),
                          backend=get_backend(backend or "local"), flavor=flavor, timeout_s=timeout_s,
-                         consent=consent_from(approval, approval_token))
+                         consent=consent_from(approval, approval_token, ctx))
     return spend_result(started.spend, run_name=started.eval_id, next_step=started.next_step)
 
 

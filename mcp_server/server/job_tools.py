@@ -35,7 +35,7 @@ def _settled(backend, view: JobView) -> JobView:
 
 
 @guarded
-def jobs_submit(approval: SpendApproval, placed: PlacedConfig,
+def jobs_submit(ctx: Context, approval: SpendApproval, placed: PlacedConfig,
                 script_path: Annotated[str | None, Field(description="A rendered script to run.")] = None,
                 config_path: Annotated[str | None, Field(description="Or a config: runs the whole pipeline.")] = None,
                 backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
@@ -52,7 +52,7 @@ def jobs_submit(approval: SpendApproval, placed: PlacedConfig,
                        "pass script_path for a rendered script, or config_path to run the pipeline.")
     if placed.error:
         raise placed.error
-    consent = consent_from(approval, approval_token)
+    consent = consent_from(approval, approval_token, ctx)
     if config_path:
         assert placed.cfg is not None, "place() read the config at config_path (a failure is placed.error)"
         started = start_pipeline(placed.cfg, backend=placed.backend, timeout_s=placed.timeout_s,

@@ -86,10 +86,10 @@ def place(config_path: str | None, backend: str | None = None, flavor: str | Non
                   timeout_s or (job.timeout_s if job else None))
 
 
-def ask_to_spend(ctx: Context, placed: Annotated[Placed, Resolve(place)], approval_token: str | None = None):
+def ask_to_spend(ctx: Context, placed: Annotated[Placed, Resolve(place)]):
     """Resolver: ask the human through elicitation when the client can and the job costs money; None = nobody
     was asked (the approval room then quotes and returns an approval token)."""
-    if approval_token or placed.error or not can_elicit(ctx):
+    if placed.error or not can_elicit(ctx):  # a client that can ask the human always does: tokens never approve there
         return None
     try:
         cost = estimate(placed.backend, placed.flavor, placed.timeout_s)
@@ -150,7 +150,7 @@ def pipeline_preflight(config_path: ConfigPath, placed: PlacedConfig, backend: O
 
 
 @guarded
-def pipeline_run(config_path: ConfigPath, approval: SpendApproval, placed: PlacedConfig,
+def pipeline_run(ctx: Context, config_path: ConfigPath, approval: SpendApproval, placed: PlacedConfig,
                  backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None, force: Force = False,
                  approval_token: ApprovalToken = None) -> SpendResult:
     """Start the whole pipeline as one job: train, track, register the adapter with its model card (on HF
@@ -161,7 +161,7 @@ def pipeline_run(config_path: ConfigPath, approval: SpendApproval, placed: Place
     if placed.cfg is None:
         raise ConfigError("config_path is empty.", "pass the path of a tunepack YAML config (e.g. examples/demo.yaml).")
     started = start_pipeline(placed.cfg, backend=placed.backend, timeout_s=placed.timeout_s,
-                             flavor=placed.flavor, force=force, consent=consent_from(approval, approval_token))
+                             flavor=placed.flavor, force=force, consent=consent_from(approval, approval_token, ctx))
     return spend_result(started.spend, run_name=started.run_name)
 
 

@@ -24,9 +24,9 @@ class PublishResult(BaseModel):
     next_step: str
 
 
-def ask_to_publish(ctx: Context, repo_id: str, private: bool = True, approval_token: str | None = None):
+def ask_to_publish(ctx: Context, repo_id: str, private: bool = True):
     """Resolver: publishing a PUBLIC repo — ask the human when the client can; None = nobody was asked."""
-    if private or approval_token or not can_elicit(ctx):
+    if private or not can_elicit(ctx):
         return None
     return Elicit(f"tunepack wants to publish an adapter as the PUBLIC repo {repo_id}. Approve?", Approval)
 
@@ -51,7 +51,7 @@ def registry_list(name: Annotated[str | None, Field(description="Only this adapt
 
 
 @guarded
-def registry_publish(name: Annotated[str, Field(description="Registry name of the adapter line.")],
+def registry_publish(ctx: Context, name: Annotated[str, Field(description="Registry name of the adapter line.")],
                      repo_id: Annotated[str, Field(description="Hub model repo, namespace/name.")],
                      approval: Annotated[ElicitationResult[Approval], Resolve(ask_to_publish)],
                      version: Annotated[int | None, Field(description="Version (default the newest).", ge=1)]
@@ -61,7 +61,7 @@ def registry_publish(name: Annotated[str, Field(description="Registry name of th
                      approval_token: ApprovalToken = None) -> PublishResult:
     """Push a registry version to the Hugging Face Hub: adapter, manifest and a model card with model-index.
     Re-publishing the same version to the same repo returns the same commit."""
-    done = publish_approved(name, version, repo_id, private=private, consent=consent_from(approval, approval_token))
+    done = publish_approved(name, version, repo_id, private=private, consent=consent_from(approval, approval_token, ctx))
     if done.push is None:
         return PublishResult(status="approval_required", decision=done.decision, next_step=done.decision.message)
     return PublishResult(status="published", decision=done.decision, push=done.push,

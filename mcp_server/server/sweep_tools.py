@@ -67,9 +67,9 @@ def build(spec_path: str | None = None, spec: dict | None = None, resume: str | 
         return Built(None, exc)
 
 
-def ask_to_sweep(ctx: Context, planned: Annotated[Built, Resolve(build)], approval_token: str | None = None):
+def ask_to_sweep(ctx: Context, planned: Annotated[Built, Resolve(build)]):
     """Resolver: one elicitation for a whole paid sweep, when the client can show it; None = nobody was asked."""
-    if approval_token or planned.built is None or not can_elicit(ctx):
+    if planned.built is None or not can_elicit(ctx):  # a client that can ask always does: tokens never approve there
         return None
     plan = planned.built[0]
     if not plan.needs_approval or not plan.within_budget:
@@ -128,7 +128,7 @@ def sweep_plan(spec_path: SpecPath = None, spec: SpecDict = None) -> SweepPlan:
 
 
 @guarded
-def sweep_submit(approval: SweepApproval, planned: Annotated[Built, Resolve(build)], spec_path: SpecPath = None,
+def sweep_submit(ctx: Context, approval: SweepApproval, planned: Annotated[Built, Resolve(build)], spec_path: SpecPath = None,
                  spec: SpecDict = None,
                  resume: Annotated[str | None, Field(description="Instead of a spec: the id of a sweep whose "
                                                                  "controller crashed, to resume it.")] = None,
@@ -141,7 +141,7 @@ def sweep_submit(approval: SweepApproval, planned: Annotated[Built, Resolve(buil
         return resume_sweep(resume)
     if planned.error:
         raise planned.error
-    result = submit_sweep(_source(spec_path, spec), consent=consent_from(approval, approval_token),
+    result = submit_sweep(_source(spec_path, spec), consent=consent_from(approval, approval_token, ctx),
                           arguments={"spec_path": spec_path, "spec": spec}, built=planned.built)
     if result.plan is not None:
         result.plan = _fit_plan(result.plan)

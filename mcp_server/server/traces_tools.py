@@ -59,10 +59,9 @@ def traces_convert(
     return TraceStats(**convert(paths, output, options or ConvertOptions()).short())
 
 
-def ask_to_push_public(ctx: Context, repo: str, public: bool = False, dry_run: bool = False,
-                       approval_token: str | None = None):
+def ask_to_push_public(ctx: Context, repo: str, public: bool = False, dry_run: bool = False):
     """Resolver: pushing sessions to a PUBLIC repo — ask the human when the client can; None = nobody was asked."""
-    if not public or dry_run or approval_token or not can_elicit(ctx):
+    if not public or dry_run or not can_elicit(ctx):
         return None
     return Elicit(f"tunepack wants to push your agent sessions (redacted) to the PUBLIC dataset repo {repo}, where "
                   "anyone can read them. Approve?", Approval)
@@ -70,6 +69,7 @@ def ask_to_push_public(ctx: Context, repo: str, public: bool = False, dry_run: b
 
 @guarded
 def traces_push(
+    ctx: Context,
     repo: Annotated[str, Field(description="Hub dataset repo, namespace/name (created private).")],
     approval: Annotated[ElicitationResult[Approval], Resolve(ask_to_push_public)],
     paths: Annotated[list[str] | None, Field(description="Session files or folders; empty = the harnesses' own "
@@ -90,7 +90,7 @@ def traces_push(
     trains on. Secrets are redacted before upload (report by kind); only sessions new or grown since the last push
     go. Private by default; a public repo needs the human's yes."""
     options = PushOptions(public=public, project=project, since=since, until=until, dry_run=dry_run)
-    return push_sessions(paths or None, repo, options, consent_from(approval, approval_token))
+    return push_sessions(paths or None, repo, options, consent_from(approval, approval_token, ctx))
 
 
 TOOLS = [traces_convert, traces_push]

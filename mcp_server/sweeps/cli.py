@@ -126,7 +126,7 @@ def _submit(args: argparse.Namespace) -> None:
         raise ApprovalError(f"This sweep runs on paid GPU flavors and may cost up to "
                             f"${plan.total_worst_case_usd:.2f}.",
                             "check the plan above, then run the same command with --yes to approve it.")
-    result = submit_sweep(args.spec, consent=Consent.keyboard(), built=built)  # --yes: the person approved
+    result = submit_sweep(args.spec, consent=Consent.keyboard(args.yes), built=built)  # --yes: the person approved
     assert result.sweep_id is not None and result.controller_job is not None, "keyboard consent approves: it started"
     if args.json and args.detach:
         _dump(result)

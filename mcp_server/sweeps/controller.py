@@ -251,6 +251,9 @@ class Controller:
         else:
             cost = estimate(s.backend, s.flavor, planned["timeout_s"], 1, planned["expected_s"])
             spent = sum(r.worst_case_usd for r in s.runs)
+            beyond = self._beyond_approval(run, cost.worst_case_usd)
+            if beyond:
+                return beyond == "fail"  # a failed retry lets the others launch; "stop" stops launching
             if s.budget_cap_usd is not None and spent + cost.worst_case_usd > s.budget_cap_usd + 1e-9:
                 why = (f"the sweep's budget cap ${s.budget_cap_usd:.2f} would be passed (${spent:.2f} charged, "
                        f"this run up to ${cost.worst_case_usd:.2f})")
@@ -287,6 +290,32 @@ class Controller:
         print(f"[tunepack] submitted {run.id} ({', '.join(f'{k}={v}' for k, v in run.changes.items())}) as "
               f"{job.id}", flush=True)
         return True
+
+    def _committed_usd(self) -> float:
+        """What the sweep's jobs have cost or may still cost: real costs of ended attempts, worst cases of the
+        ones running."""
+        worst = {p["id"]: p["worst_case_usd"] for p in self.plan["plan"]["runs"]}
+        return sum(r.earlier_attempts_usd + worst.get(r.id, 0.0) if r.status in ACTIVE else r.cost_usd
+                   for r in self.state.runs)
+
+    def _beyond_approval(self, run: RunState, attempt_usd: float) -> str | None:
+        """None when this attempt fits the worst case the human approved for the sweep; else the run is failed
+        (a retry: "fail") or the launching stops (a first attempt: "stop"). A retry is charged within what was
+        approved, or not started and asked again."""
+        approved = self.state.approved_usd
+        committed = self._committed_usd()
+        if not self.price or approved <= 0 or committed + attempt_usd <= approved + 1e-3:  # the total is rounded
+            return None
+        why = (f"the sweep's approved worst case ${approved:.2f} would be passed (${committed:.2f} spent or running, "
+               f"this attempt up to ${attempt_usd:.2f}); a new approval is needed: submit this run again as a sweep "
+               "of its own with sweep_submit")
+        if run.attempts:
+            self._fail(run, "budget", f"retry not started: {why}")
+            return "fail"
+        for r in self.state.runs:
+            if r.status == "pending":
+                self._skip(r, "budget", why)
+        return "stop"
 
     # --- ledger, budget, report -----------------------------------------------------------------
 

@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 
 
 def _add_push(actions) -> None:
-    from ..cli_options import add_model_options
+    from ..cli_options import YES_HELP, add_model_options
     from .push import PushOptions
 
     p = actions.add_parser("push", help="push your own agent sessions, raw and with secrets redacted, to a (private) "
@@ -46,6 +46,7 @@ def _add_push(actions) -> None:
                                             "~/.factory/sessions, ~/.hermes/sessions)")
     p.add_argument("--repo", required=True, help="the dataset repo, NAMESPACE/NAME (created private)")
     add_model_options(p, PushOptions)
+    p.add_argument("--yes", action="store_true", help=YES_HELP)
     p.set_defaults(func=run_push)
 
 
@@ -71,5 +72,5 @@ def run_push(args) -> None:
     except ValidationError as exc:
         problem = "; ".join(f"--{'-'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise TraceError(f"Bad push option: {problem}.", "give days as YYYY-MM-DD, e.g. --since 2026-11-01.") from None
-    report = push_sessions(args.paths or None, args.repo, opts, Consent.keyboard())
+    report = push_sessions(args.paths or None, args.repo, opts, Consent.keyboard(args.yes))
     print(json.dumps(report.model_dump(mode="json"), indent=2))

@@ -1,0 +1,177 @@
+"""[18] The same-account seatbelt, tried as a hostile agent would, over stdio with the real MCP client against the
+Jobs stand-in: a client that can elicit is always asked (a token it passes approves nothing), a "no" ends the
+quote, a token is good only in the MCP session that was quoted, a paid CLI command without a terminal is refused
+unless --yes, one daily cap holds across project names, and a sweep's retries stay inside what was approved."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import anyio
+import mcp_types as t
+import pytest
+from mcp import Client, StdioServerParameters
+from support.common import REPO, run_cli
+
+from mcp_server.approval import ApprovalError, Asked, Budget, TokenStore, decide
+
+PAID = {"script_path": str(REPO / "bench" / "spine.py"), "backend": "hf", "flavor": "a10g-small",
+        "timeout_s": 1800, "project": "honest"}
+
+
+def _params() -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "mcp_server.cli", "serve"],
+                                 env=os.environ.copy(), cwd=str(REPO))
+
+
+def _text(result) -> str:
+    return result.content[0].text if result.content else ""
+
+
+def _answer(action: str, asked: list):
+    async def callback(context, request):
+        asked.append(request.message)
+        return t.ElicitResult(action=action, content={"approve": True} if action == "accept" else None)
+    return callback
+
+
+def _posts(hub) -> int:
+    return len(hub.requests("POST", "/api/jobs/alice"))
+
+
+def test_an_eliciting_client_is_asked_and_a_no_ends_the_quote(hub):
+    """Before: a declined client passed a token minted in another session and the job was POSTed."""
+    asked: list[str] = []
+
+    async def flow():
+        async with Client(_params(), mode="legacy") as quiet, \
+                Client(_params(), mode="legacy", elicitation_callback=_answer("decline", asked)) as asking:
+            quote = (await quiet.call_tool("jobs_submit", PAID)).structured_content
+            token = quote["decision"]["approval_token"]
+            declined = await asking.call_tool("jobs_submit", {**PAID, "approval_token": token})
+            after = await quiet.call_tool("jobs_submit", {**PAID, "approval_token": token})
+            return declined, after
+
+    declined, after = anyio.run(flow)
+    assert asked and "a10g-small" in asked[0]  # the token did not spare the question
+    assert declined.is_error and "The human declined" in _text(declined)
+    assert after.is_error and "ended: the human declined it" in _text(after)
+    assert _posts(hub) == 0
+
+
+def test_a_token_is_good_only_in_the_session_that_was_quoted(hub):
+    async def flow():
+        async with Client(_params(), mode="legacy") as first, Client(_params(), mode="legacy") as second:
+            token = (await first.call_tool("jobs_submit", PAID)).structured_content["decision"]["approval_token"]
+            elsewhere = await second.call_tool("jobs_submit", {**PAID, "approval_token": token})
+            here = await first.call_tool("jobs_submit", {**PAID, "approval_token": token})
+            return elsewhere, here
+
+    elsewhere, here = anyio.run(flow)
+    assert elsewhere.is_error and "another MCP session" in _text(elsewhere)
+    assert not here.is_error and here.structured_content["decision"]["via"] == "token"
+    assert _posts(hub) == 1
+
+
+def test_tokens_never_approve_where_the_client_can_elicit(tmp_path):
+    tokens = TokenStore(tmp_path / "q.db")
+    args = {"flavor": "a10g-small"}
+    token, _ = tokens.issue("jobs_submit", args, 0.5, session="s1")
+    with pytest.raises(ApprovalError, match="only their answer"):
+        decide("jobs_submit", args, cost_usd=0.5, needs_approval=True, summary="a job", elicited=None,
+               approval_token=token, tokens=tokens, asked=Asked(can_elicit=True, session="s1"))
+    decision = decide("jobs_submit", args, cost_usd=0.5, needs_approval=True, summary="a job", elicited=None,
+                      approval_token=token, tokens=tokens, asked=Asked(session="s1"))
+    assert decision.via == "token"
+
+
+def test_custodian_quotes_wait_for_the_custodian(tmp_path):
+    tokens = TokenStore(tmp_path / "q.db")
+    args, custodian = {"flavor": "a10g-small"}, Asked(custodian=True, session="s")
+    quote = decide("jobs_submit", args, cost_usd=0.5, needs_approval=True, summary="a job", elicited=True,
+                   approval_token=None, tokens=tokens, asked=custodian)  # a yes from the client is not enough
+    assert quote.status == "approval_required" and "tunepack approve" in quote.message
+    with pytest.raises(ApprovalError, match="custodian has not approved"):
+        decide("jobs_submit", args, cost_usd=0.5, needs_approval=True, summary="a job", elicited=None,
+               approval_token=quote.approval_token, tokens=tokens, asked=custodian)
+    tokens.approve(quote.approval_token)
+    assert decide("jobs_submit", args, cost_usd=0.5, needs_approval=True, summary="a job", elicited=None,
+                  approval_token=quote.approval_token, tokens=tokens, asked=custodian).via == "custodian"
+
+
+def _submit_cli(*extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mcp_server.cli", "jobs", "submit", "--backend", "hf", "--flavor",
+                           "a10g-small", "--timeout", "1800", "--project", "honest-cli", *extra,
+                           str(REPO / "bench" / "spine.py")], cwd=REPO, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env=os.environ.copy(), timeout=300)
+
+
+def test_a_paid_cli_command_without_a_terminal_needs_yes(hub):
+    """Before: `tunepack jobs submit --backend hf … </dev/null` from an agent's shell submitted with no prompt."""
+    refused = _submit_cli()
+    assert refused.returncode == 1 and "No terminal" in refused.stderr and "--yes" in refused.stderr
+    assert _posts(hub) == 0
+    done = _submit_cli("--yes")
+    assert done.returncode == 0, done.stderr
+    assert _posts(hub) == 1
+    free = subprocess.run([sys.executable, "-m", "mcp_server.cli", "budget", "set", "honest-cli", "99"], cwd=REPO,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
+    assert free.returncode == 1 and "No terminal" in free.stderr  # nor does an agent raise its own budget
+
+
+def test_one_cap_across_project_names(tmp_path, monkeypatch):
+    """Before: $9 on each of three fresh names = $27 in one day."""
+    monkeypatch.delenv("TUNEPACK_DAILY_BUDGET_USD", raising=False)
+    monkeypatch.delenv("TUNEPACK_DAILY_TOTAL_USD", raising=False)
+    budget = Budget(tmp_path / "b.db")
+    budget.charge("first", "j1", 9.0, 9.0, 1)
+    with pytest.raises(ApprovalError, match="all projects together have \\$1.00 of the \\$10.00 daily cap"):
+        budget.charge("second", "j2", 9.0, 9.0, 1)
+    budget.set_limit("big", 30.0)  # a person raised one project: the cap follows the largest limit unless set
+    budget.charge("big", "j3", 20.0, 20.0, 1)
+    budget.set_total(29.5)
+    with pytest.raises(ApprovalError, match="daily cap"):
+        budget.charge("big", "j4", 1.0, 1.0, 1)
+    assert budget.status("big").remaining_usd == 0.5 and budget.status("big").total_charged_usd == 29.0
+
+
+def test_budget_cli_total(tmp_path, monkeypatch):
+    monkeypatch.setenv("TUNEPACK_HOME", str(tmp_path / "home"))  # the session's shared budget stays as it is
+    shown = json.loads(run_cli("budget", "set", "--total", "12.5", "--yes").stdout)
+    assert shown["total_limit_usd"] == 12.5
+    bad = run_cli("budget", "set", "--total", "-3", "--yes")
+    assert bad.returncode == 1 and "0 or more" in bad.stderr
+
+
+def test_a_sweep_retry_stays_inside_the_approved_worst_case(hub, tmp_path):
+    """Before: a sweep approved for 1 run ($1.00 worst case) started 4 GPU jobs through infrastructure retries."""
+    from support.common import short_conversation, write_jsonl
+    from support.standin.jobs_runner import iso
+    from support.sweeps import hub_base, unique
+
+    from mcp_server.approval import Consent
+    from mcp_server.sweeps import read_state, submit_sweep, sweep_dir
+    from mcp_server.sweeps.controller import Controller
+
+    project = unique("retry-cap")
+    data = write_jsonl(tmp_path / "rows.jsonl", [{"messages": short_conversation(i)} for i in range(6)])
+    spec = {"name": "capped", "base": hub_base(data, project), "backend": "hf", "flavor": "a10g-small",
+            "timeout_s": 3600, "retries": 3, "grid": {"training.learning_rate": [1e-4]}}
+    quote = submit_sweep(spec, start=False)
+    assert quote.plan.total_worst_case_usd == pytest.approx(1.0)
+    sweep = submit_sweep(spec, consent=Consent(token=quote.decision.approval_token), start=False)
+    ctl = Controller(sweep_dir(sweep.sweep_id), poll_s=0)
+    for attempt in range(4):
+        ctl.step()
+        jobs = list(hub.state.jobs)
+        if len(jobs) <= attempt:
+            break
+        job = jobs[-1]
+        hub.set_stage(job, "ERROR", "Job timed out")  # lost to the infrastructure…
+        hub.state.jobs[job]["startedAt"] = iso(time.time() - 3000)  # …after 50 of its 60 minutes
+    ctl.step()
+    run = read_state(sweep_dir(sweep.sweep_id)).run("r01")
+    assert len(hub.state.jobs) == 1 and run.status == "failed" and run.failure == "budget"
+    assert "retry not started" in run.error and "$1.00" in run.error
