@@ -121,11 +121,13 @@ class Budget:
 
     def charge(self, project: str, job_key: str, amount: float, price_per_hour: float, replicas: int,
                now: float | None = None) -> None:
-        """Reserve ``amount`` (the worst case) or refuse when the day's budget cannot cover it."""
+        """Reserve ``amount`` (the worst case) or refuse when the day's budget cannot cover it. Charging a pending key
+        again replaces its reservation (a caller killed between reserving and submitting, started again)."""
         day = today(now)
         limit, total = self.limit(project), self.total_limit()
         with closing(self._db()) as db:
             db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM charges WHERE job_id = ? AND final = 0 AND job_id LIKE 'pending-%'", (job_key,))
             (charged,) = db.execute("SELECT COALESCE(SUM(amount), 0) FROM charges WHERE project = ? AND day = ?",
                                     (project, day)).fetchone()
             (everybody,) = db.execute("SELECT COALESCE(SUM(amount), 0) FROM charges WHERE day = ?", (day,)).fetchone()

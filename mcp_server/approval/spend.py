@@ -30,6 +30,9 @@ class Consent(BaseModel):
     part_of: str | None = Field(None, description="an approved whole this action belongs to (a sweep id): each of "
                                                   "its jobs is approved with it, and still charged")
     asked: Asked = Field(default_factory=Asked, description="the MCP call's client, session and server mode")
+    reservation: str | None = Field(None, description="a stable name for this action's budget reservation (a sweep "
+                                                      "run's attempt): a restarted caller charging it again replaces "
+                                                      "the reservation a killed one left, instead of adding to it")
 
     @classmethod
     def keyboard(cls, yes: bool = False) -> Consent:
@@ -77,7 +80,7 @@ def spend(action: str, arguments: dict, cost: CostEstimate, project: str, submit
     if not cost.paid:
         return Spend(decision=decision, cost=cost, job=submit())
     budget = budget or Budget()
-    key = "pending-" + secrets.token_hex(6)
+    key = f"pending-{consent.reservation}" if consent.reservation else "pending-" + secrets.token_hex(6)
     budget.charge(project, key, cost.worst_case_usd, cost.price_per_hour_usd, cost.replicas)
     try:
         job = submit()

@@ -245,8 +245,9 @@ class Controller:
                      if j.id not in run.jobs]
         except TunepackError:
             known = []
-        if known:  # the controller died between submitting and recording: adopt that job
+        if known:  # the controller died between submitting and recording: adopt that job (and its reservation)
             job = max(known, key=lambda j: j.created_at)
+            self._adopt_charge(run, job)
             print(f"[tunepack] {run.id}: adopting job {job.id} submitted before a restart", flush=True)
         else:
             cost = estimate(s.backend, s.flavor, planned["timeout_s"], 1, planned["expected_s"])
@@ -268,7 +269,7 @@ class Controller:
             try:  # the human approved the whole sweep at sweep_submit; each paid job is still charged
                 started = start_pipeline(cfg, backend=self.backend, timeout_s=planned["timeout_s"], flavor=s.flavor,
                                          extra_labels=labels, force=bool(self.plan["spec"].get("force")),
-                                         consent=Consent(part_of=s.id))
+                                         consent=Consent(part_of=s.id, reservation=self._reservation(run)))
             except TunepackError as exc:
                 if getattr(exc, "kind", "") == "approval":  # the daily budget refused it
                     for r in s.runs:
@@ -290,6 +291,16 @@ class Controller:
         print(f"[tunepack] submitted {run.id} ({', '.join(f'{k}={v}' for k, v in run.changes.items())}) as "
               f"{job.id}", flush=True)
         return True
+
+    def _reservation(self, run: RunState) -> str:
+        return f"sweep-{self.state.id}-{run.id}-{run.attempts + 1}"
+
+    def _adopt_charge(self, run: RunState, job) -> None:
+        """The worst case a killed controller reserved for this attempt becomes the adopted job's charge."""
+        if self.price:
+            from ..approval import Budget
+
+            Budget().rekey(f"pending-{self._reservation(run)}", f"{self.backend.name}/{job.id}")
 
     def _committed_usd(self) -> float:
         """What the sweep's jobs have cost or may still cost: real costs of ended attempts, worst cases of the

@@ -175,3 +175,17 @@ def test_a_sweep_retry_stays_inside_the_approved_worst_case(hub, tmp_path):
     run = read_state(sweep_dir(sweep.sweep_id)).run("r01")
     assert len(hub.state.jobs) == 1 and run.status == "failed" and run.failure == "budget"
     assert "retry not started" in run.error and "$1.00" in run.error
+
+
+def test_a_killed_callers_reservation_is_replaced_not_added(tmp_path, monkeypatch):
+    """Before: a sweep controller killed between reserving and submitting left its worst case reserved all day;
+    34 kills used up a project's $10 with one job run."""
+    monkeypatch.delenv("TUNEPACK_DAILY_BUDGET_USD", raising=False)
+    budget = Budget(tmp_path / "b.db")
+    for _ in range(30):  # thirty restarts of the same attempt
+        budget.charge("p", "pending-sweep-s1-r01-1", 0.4, 0.4, 1)
+    assert budget.status("p").charged_usd == 0.4
+    budget.rekey("pending-sweep-s1-r01-1", "hf/job-1")  # the restarted controller adopts the job it finds
+    budget.charge("p", "pending-sweep-s1-r02-1", 0.4, 0.4, 1)
+    assert budget.status("p").charged_usd == 0.8 and sorted(budget.open_job_ids()) == ["hf/job-1",
+                                                                                         "pending-sweep-s1-r02-1"]
