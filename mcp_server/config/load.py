@@ -3,11 +3,17 @@
 Two steps: ``parse_config`` checks keys, types and combinations (no file system access beyond
 the YAML itself); ``resolve_config`` makes local paths absolute against the config's folder and
 checks that they exist, so a job never starts on a missing dataset or model folder.
+
+Neither step reads a credential file (``guard_paths``), and no error quotes more of a file than a key that
+looks like a key and a short, redacted value: a file that is not a config (``/etc/shadow``, a ``.env``) is
+answered with "not a YAML mapping" / "not a tunepack config", never with its lines.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +22,8 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from ..errors import ConfigError, DataError, usable_path
+from ..guard_paths import Rules, refuse_credential
+from ..redact import redact_text
 from ..walk import walk_files
 from .schema import HUB_ID, TrainConfig
 
@@ -27,6 +35,31 @@ SYNONYMS = {
     "lora_dropout": "dropout", "lora_r": "r", "grad_accum": "gradient_accumulation_steps",
 }
 FIX = "edit the keys named above, then re-check with `tunepack validate CONFIG`."
+MAX_CONFIG_BYTES = 1 << 20  # a config is a few KB; a bigger file is not one
+# An error names a key only when it looks like one: never a line of a file that is not a config.
+KEY_LIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,39}")
+MAX_VALUE_SHOWN = 80  # characters of a wrong value an error quotes
+HIDDEN = "(a key that is not shown)"
+
+
+def looks_like_key(part: Any) -> bool:
+    """A list index, or a short identifier-like name that is not a secret's shape."""
+    if isinstance(part, int):
+        return True
+    return isinstance(part, str) and KEY_LIKE.fullmatch(part) is not None and redact_text(part, Counter()) == part
+
+
+def config_key(loc: tuple[Any, ...] | list[Any]) -> str:
+    """The dotted key of an error location; a part that does not look like a key is not shown."""
+    return ".".join(str(p) if looks_like_key(p) else HIDDEN for p in loc) or "(top level)"
+
+
+def _value(value: Any) -> str:
+    """A wrong value as an error may quote it: a short scalar, else only its type."""
+    text = repr(value)
+    if isinstance(value, str | int | float | bool) and len(text) <= MAX_VALUE_SHOWN:
+        return text
+    return f"a {type(value).__name__}"
 
 
 def _section_model(loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -41,52 +74,88 @@ def _section_model(loc: tuple[Any, ...]) -> type[BaseModel] | None:
 
 def _describe(error: ErrorDetails) -> str:
     loc = tuple(error["loc"])
-    key = ".".join(str(p) for p in loc) or "(top level)"
+    key = config_key(loc)
+    if error["type"] == "extra_forbidden" and not looks_like_key(loc[-1]):
+        where = config_key(loc[:-1]) if loc[:-1] else "the top level"
+        return f"a key in {where} that does not look like a config key (not shown)"
     if error["type"] == "extra_forbidden":
         parent = _section_model(loc[:-1])
         allowed = sorted(parent.model_fields) if parent else []
         guess = [SYNONYMS[str(loc[-1])]] if SYNONYMS.get(str(loc[-1])) in allowed else []
         guess = guess or difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         hint = f" — did you mean '{guess[0]}'?" if guess else ""
-        where = ".".join(str(p) for p in loc[:-1]) or "the top level"
+        where = config_key(loc[:-1]) if loc[:-1] else "the top level"
         return f"unknown key '{key}'{hint} (allowed in {where}: {', '.join(allowed)})"
     if error["type"] == "missing":
         return f"missing required key '{key}'"
     message = error["msg"].removeprefix("Value error, ")
     if loc and error["type"] != "value_error":
-        return f"'{key}' = {error.get('input')!r}: {message}"
+        return f"'{key}' = {_value(error.get('input'))}: {message}"
     return message if (not loc or message.startswith(key)) else f"{key}: {message}"
 
 
-def parse_config(data: Any, source: str = "config") -> TrainConfig:
-    """Validate a mapping (already parsed YAML or tool arguments) into a TrainConfig."""
+def _not_a_config(data: Any, source: str) -> ConfigError | None:
+    """A file that is not a tunepack config at all: said without quoting any of it."""
+    start = "start from examples/demo.yaml and change the values you need."
+    sections = ", ".join(TrainConfig.model_fields)
+    if data is None:
+        return ConfigError(f"{source} is empty: it is not a YAML mapping with sections {sections}.", start)
     if not isinstance(data, dict):
-        raise ConfigError(
-            f"{source} must be a YAML mapping with sections model, data, lora, training, ... "
-            f"but it holds a {type(data).__name__}.",
-            "start from examples/demo.yaml and change the values you need.",
-        )
+        return ConfigError(f"{source} is not a YAML mapping (it parses as a {type(data).__name__}); a config must "
+                           f"be a YAML mapping with sections {sections}.", start)
+    if data and not set(map(str, data)) & set(TrainConfig.model_fields):
+        named = [f"'{k}'" for k in data if looks_like_key(k)][:5]
+        keys = f" (its keys include {', '.join(named)})" if named else ""
+        return ConfigError(f"{source} is not a tunepack config: none of its {len(data)} top-level keys is a section "
+                           f"({sections}){keys}.", start)
+    return None
+
+
+def parse_config(data: Any, source: str = "config") -> TrainConfig:
+    """Validate a mapping (already parsed YAML or tool arguments) into a TrainConfig. Errors quote keys that look
+    like keys and short values only (redacted), never a line of a file that is not a config."""
+    if (error := _not_a_config(data, source)) is not None:
+        raise error
     try:
         return TrainConfig.model_validate(data)
     except ValidationError as exc:
-        problems = [_describe(e) for e in exc.errors()]
-        raise ConfigError(f"{source} is invalid: " + "; ".join(problems) + ".", FIX) from None
+        problems = list(dict.fromkeys(_describe(e) for e in exc.errors()))
+        problem = redact_text(f"{source} is invalid: " + "; ".join(problems) + ".", Counter())
+        raise ConfigError(problem, FIX) from None
+
+
+def _text(path: Path) -> str:
+    """The file's text: a credential file refused, a huge or non-UTF-8 file one clean error (none quotes it)."""
+    refuse_credential(path, "config")
+    if not path.is_file():
+        raise ConfigError(f"Config file '{path}' does not exist.", "pass the path of a YAML config, e.g. examples/demo.yaml.")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"Config '{path}' is {size:,} bytes; a config is a few KB of YAML, so this is not one.",
+                          "pass the path of a YAML config, e.g. examples/demo.yaml.")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"Config '{path}' is not UTF-8 text (byte {exc.start} is not), so it is not a YAML config.",
+                          "pass the path of a YAML config, e.g. examples/demo.yaml.") from None
 
 
 def read_yaml(path: str | Path) -> Any:
     path = usable_path(path, "config path")
-    if not path.is_file():
-        raise ConfigError(f"Config file '{path}' does not exist.", "pass the path of a YAML config, e.g. examples/demo.yaml.")
+    text = _text(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        reason = redact_text(str(getattr(exc, "problem", None) or str(exc).splitlines()[0])[:120], Counter())
         raise ConfigError(
             f"Config '{path}' is not valid YAML{where}: {reason}.",
             "fix the YAML syntax there (indentation with spaces, 'key: value', quotes around values with ':').",
         ) from None
+    except RecursionError:
+        raise ConfigError(f"Config '{path}' nests its YAML too deeply to be read.",
+                          "a config is a few flat sections: start from examples/demo.yaml.") from None
 
 
 def load_config(path: str | Path) -> TrainConfig:
@@ -97,7 +166,8 @@ def load_config(path: str | Path) -> TrainConfig:
 
 def _data_files(entry: Path) -> list[Path]:
     if entry.is_dir():
-        return walk_files(entry, lambda p: p.suffix in DATA_SUFFIXES)
+        allowed = Rules().allows  # a credential file inside a data folder is not data
+        return walk_files(entry, lambda p: p.suffix in DATA_SUFFIXES and allowed(p))
     return [entry]
 
 
@@ -128,7 +198,7 @@ def _checked_data_files(entry: str, p: Path) -> list[Path]:
 def _resolve_data_paths(cfg: TrainConfig, base: Path) -> list[str]:
     resolved: list[str] = []
     for entry in cfg.data.path:
-        p = _absolute(entry, base)
+        p = refuse_credential(_absolute(entry, base), "data.path")
         if not p.exists():
             raise DataError(
                 f"data.path '{entry}' does not exist (looked at {p}).",
@@ -148,6 +218,8 @@ def _resolve_model_name(name: str, base: Path) -> str:
     looks_local = name.startswith((".", "/", "~")) or p.exists() or not HUB_ID.match(name)
     if not looks_local:
         return name
+    refuse_credential(p, "model.name")
+    refuse_credential(p / "config.json", "model.name's config.json")
     if not p.is_dir():
         raise ConfigError(
             f"model.name '{name}' is neither an existing model folder (looked at {p}) "
@@ -167,7 +239,7 @@ def _resolve_chat_template(tmpl: str, base: Path) -> str:
     """A template file's absolute path; 'model' and the trl:/tunepack: names unchanged."""
     if tmpl == "model" or tmpl.startswith(("trl:", "tunepack:")):
         return tmpl
-    p = _absolute(tmpl, base)
+    p = refuse_credential(_absolute(tmpl, base), "chat_template")
     if not p.is_file():
         raise ConfigError(
             f"chat_template file '{tmpl}' does not exist (looked at {p}).",
@@ -201,6 +273,7 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
 
 
 def _existing(path: Path, what: str) -> Path:
+    refuse_credential(path, what.split(" ")[0])
     if not path.is_file():
         raise ConfigError(
             f"{what} does not exist (looked at {path}).",

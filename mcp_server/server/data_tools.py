@@ -1,4 +1,5 @@
-"""MCP tools over training data: inspect a dataset's shape, preview which tokens of a row are trained."""
+"""MCP tools over training data: inspect a dataset's shape, preview which tokens of a row are trained. Both show
+parts of a file, so both answers are redacted (``mcp_server.shown``); credential files are refused."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .. import settings
 from ..config import load_config
 from ..errors import DataError
 from ..jobs import LocalBackend
+from ..shown import redact_error, shown
 from ..viewer import DatasetReport, inspect_dataset
 from .common import ConfigPath, guarded
 
@@ -39,7 +41,8 @@ def data_inspect(path: Annotated[str, Field(description="A .jsonl/.json/.parquet
                  = "messages",
                  tools_column: Annotated[str, Field(description="Column holding tool schemas.")] = "tools"
                  ) -> DatasetReport:
-    """Columns, row count, message roles, tool-call structure and problems of a local dataset."""
+    """Columns, row count, message roles, tool-call structure and problems of a local dataset (secrets in what it
+    shows are redacted; credential files such as ~/.codex/auth.json or .env are refused)."""
     return inspect_dataset([path], messages_column, tools_column)
 
 
@@ -59,12 +62,12 @@ def data_mask_preview(config_path: ConfigPath,
                         f"`python -m mcp_server.train.preview {config_path} --row {row}`.") from None
     if done.returncode != 0 or not done.stdout.strip():
         tail = " ".join(done.stderr.strip().splitlines()[-3:])
-        raise DataError(f"The mask preview failed: {tail}",
-                        "install the training extra (pip install -e '.[train]') and check the config.")
+        raise redact_error(DataError(f"The mask preview failed: {tail}",
+                                     "install the training extra (pip install -e '.[train]') and check the config."))
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if "error" in result:
-        raise DataError(result["error"]["problem"], result["error"]["fix"])
-    return MaskPreview(**result)
+        raise redact_error(DataError(result["error"]["problem"], result["error"]["fix"]))
+    return shown(MaskPreview(**result))  # the preview shows a row's text
 
 
 TOOLS = [data_inspect, data_mask_preview]

@@ -1,6 +1,10 @@
 """MCP tools over the Datasets Viewer: the Hub's service (source='hf') or the local DuckDB twin
 (source='local'), with the same arguments and the same JSON. Answers stay near 8 KB: long cells are
-cut and listed in truncated_cells, and a note says how to see the rest."""
+cut and listed in truncated_cells, and a note says how to see the rest.
+
+What these tools show of a dataset is redacted before it is cut to fit (``open_backend`` hands out a
+``RedactedViewer``), and the twin refuses credential files (``mcp_server.guard_paths``) before it reads or
+caches anything: both rules live in the rooms, so the CLI (`tunepack viewer`) follows them too."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..config import TrainConfig
-from ..config.load import SYNONYMS, read_yaml
+from ..config.load import SYNONYMS, config_key, read_yaml
 from ..errors import SweepError
 
 MAX_RUNS = 64
@@ -189,10 +189,10 @@ def load_spec(source: str | Path | dict, base_dir: str | Path | None = None) -> 
     except ValidationError as exc:
         problems = []
         for e in exc.errors():
-            where = ".".join(str(p) for p in e["loc"]) or "(top level)"
+            where = config_key(e["loc"])  # a part that does not look like a key (a file's line) is not shown
             msg = e["msg"].removeprefix("Value error, ")
             problems.append(f"unknown key '{where}'" if e["type"] == "extra_forbidden" else f"{where}: {msg}")
-        raise SweepError("The sweep spec is invalid: " + "; ".join(problems) + ".", FIX) from None
+        raise SweepError("The sweep spec is invalid: " + "; ".join(dict.fromkeys(problems)) + ".", FIX) from None
     for key in [*spec.set, *spec.grid, *(spec.random.params if spec.random else {}),
                 *(k for run in spec.runs for k in run)]:
         check_key(key)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TraceError
+from ..guard_paths import Rules, refuse_credential
 from ..walk import walk_files
 from .jsonl import first_object
 from .opencode import is_sqlite_store, is_storage_root
@@ -91,14 +92,15 @@ def sniff(path: Path) -> str | None:
 
 
 def _walk(folder: Path, out: list[Path]) -> None:
-    out += walk_files(folder, lambda p: p.suffix in SUFFIXES + DB_SUFFIXES, stop_at=is_storage_root)
+    allowed = Rules().allows  # ~/.codex holds auth.json beside the sessions: never read
+    out += walk_files(folder, lambda p: p.suffix in SUFFIXES + DB_SUFFIXES and allowed(p), stop_at=is_storage_root)
 
 
 def find_sources(paths: Sequence[str | Path], fmt: str = "auto") -> tuple[list[tuple[str, Path]], list[str]]:
     """(format, path) per source, and the files skipped as not being sessions."""
     found: list[Path] = []
     for raw in paths:
-        path = Path(raw).expanduser()
+        path = refuse_credential(Path(raw).expanduser(), "session path")
         if not path.exists():
             raise TraceError(f"The path '{raw}' does not exist.",
                              "pass session files or folders, e.g. ~/.pi/agent/sessions, ~/.claude/projects, "

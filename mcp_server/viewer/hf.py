@@ -36,6 +36,7 @@ from .responses import (
     SplitsResponse,
     StatisticsResponse,
 )
+from .where import check_bounds
 
 DEFAULT_URL = "https://datasets-server.huggingface.co"
 TIMEOUT_S = 20.0
@@ -84,6 +85,9 @@ class HfViewer(ViewerBackend):
 
     def filter(self, dataset: str, config: str, split: str, where: str | None = None, orderby: str | None = None,
                offset: int = 0, length: int = MAX_ROWS_PER_PAGE) -> RowsResponse:
+        for param, text in (("where", where), ("orderby", orderby)):
+            if text:
+                check_bounds(text, param)  # the twin's bounds, so both backends answer alike
         return RowsResponse.model_validate(self._get("/filter", dataset=dataset, config=config, split=split,
                                                      where=where or None, orderby=orderby or None,
                                                      offset=offset, length=length))

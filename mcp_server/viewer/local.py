@@ -10,6 +10,8 @@ from pathlib import Path
 
 from ..config.load import DATA_SUFFIXES
 from ..errors import DataError
+from ..guard_paths import Rules, refuse_credential
+from ..shown import shown, shown_errors
 from ..train.maskcheck import MaskCheckError, conversation, detect_format, rows_without_assistant
 from ..walk import walk_files
 from .models import Column, ConversationStats, DatasetReport
@@ -19,9 +21,11 @@ MAX_ROWS_SCANNED = 20000
 
 def _files(paths: list[str]) -> list[Path]:
     files: list[Path] = []
+    allowed = Rules().allows
     for entry in map(Path, paths):
+        refuse_credential(entry, "dataset")
         if entry.is_dir():
-            files += walk_files(entry, lambda p: p.suffix in DATA_SUFFIXES)
+            files += walk_files(entry, lambda p: p.suffix in DATA_SUFFIXES and allowed(p))
         elif entry.is_file():
             files.append(entry)
         else:
@@ -79,6 +83,12 @@ def conversation_stats(rows: list[dict], fmt: str, messages_column: str, tools_c
 
 
 def inspect_dataset(paths: list[str], messages_column: str = "messages", tools_column: str = "tools") -> DatasetReport:
+    """The report on a local dataset (credential files refused; what it shows of the rows redacted)."""
+    with shown_errors():
+        return shown(_inspect(paths, messages_column, tools_column))
+
+
+def _inspect(paths: list[str], messages_column: str, tools_column: str) -> DatasetReport:
     import duckdb
 
     from ..traces.hub import PREFIX, converted_rows

@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..guard_paths import Rules, refuse_credential
 from ..walk import walk_files
 from .backend import NOT_FOUND, ViewerError
 
@@ -68,9 +69,10 @@ class Layout:
 
 
 def _data_files(folder: Path) -> list[Path]:
+    allowed = Rules().allows  # a credential file inside the folder (or a link to one) is left out
     return walk_files(folder, lambda p: p.suffix.lower() in SUFFIXES and p.name not in SKIP_NAMES
                       and not p.name.startswith((".", "cache-"))
-                      and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+                      and not any(part.startswith(".") for part in p.relative_to(folder).parts) and allowed(p))
 
 
 def _by_keyword(root: Path, files: list[Path]) -> list[SplitFiles]:
@@ -91,6 +93,7 @@ def _ordered(groups: dict[str, list[Path]]) -> list[SplitFiles]:
 
 
 def _saved_dataset(folder: Path, name: str) -> SplitFiles:
+    refuse_credential(folder, "dataset folder")  # dataset_dict.json names its split folders
     state = json.loads((folder / "state.json").read_text())
     return SplitFiles(name, [folder / entry["filename"] for entry in state.get("_data_files", [])])
 
@@ -111,8 +114,9 @@ def _from_cache(leaf: Path) -> list[SplitFiles]:
 
 
 def find_layout(path: str) -> Layout:
-    """The splits of a local dataset path, or a ViewerError (ResponseNotFound) saying what is wrong."""
-    root = Path(path).expanduser()
+    """The splits of a local dataset path, or a ViewerError (ResponseNotFound) saying what is wrong; InputError
+    for a credential file or folder (before anything is read)."""
+    root = refuse_credential(Path(path).expanduser(), "dataset")
     if root.is_file():
         if root.suffix.lower() not in SUFFIXES:
             raise ViewerError(f"'{path}' is not a data file the twin reads.",
@@ -132,6 +136,9 @@ def find_layout(path: str) -> Layout:
     else:
         layout = Layout(root, "files", _by_keyword(root, _data_files(root)))
     layout.splits = [s for s in layout.splits if s.files]
+    for split in layout.splits:  # files a save_to_disk state.json or dataset_dict.json names
+        for f in split.files:
+            refuse_credential(f, "data file")
     if not layout.splits:
         raise ViewerError(f"No data files under '{path}'.",
                           f"point at a folder with {'/'.join(sorted(SUFFIXES))} files, a save_to_disk folder or a "

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..shown import shown, shown_errors
 from .backend import ViewerBackend
 
 TOP_SEQUENCES = 15
@@ -152,13 +153,20 @@ class _Tally:
 def trace_view(backend: ViewerBackend, dataset: str, config: str, split: str, column: str = "messages",
                max_rows: int = 20000) -> TraceView:
     """Scan the first ``max_rows`` rows of ``column`` and count their conversation structure. A Hub repo of raw
-    agent sessions (``hf://datasets/NS/NAME[@REV]``) is downloaded, converted and read through the local twin."""
+    agent sessions (``hf://datasets/NS/NAME[@REV]``) is downloaded, converted and read through the local twin.
+    The view is redacted (its tool names, argument keys and roles come from the data)."""
+    with shown_errors():
+        return shown(_trace_view(backend, dataset, config, split, column, max_rows))
+
+
+def _trace_view(backend: ViewerBackend, dataset: str, config: str, split: str, column: str,
+                max_rows: int) -> TraceView:
     if dataset.startswith("hf://datasets/"):
         from ..traces.hub import converted_rows
         from .twin import TwinViewer
 
         rows = converted_rows(dataset)
-        view = trace_view(TwinViewer(), str(rows), "default", "train", "messages", max_rows)
+        view = _trace_view(TwinViewer(), str(rows), "default", "train", "messages", max_rows)
         return view.model_copy(update={"dataset": dataset, "notes": view.notes + [
             f"raw agent sessions converted to chat rows with the default options ({rows})"]})
     total = backend.rows(dataset, config, split, 0, 0).num_rows_total

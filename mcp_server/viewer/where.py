@@ -14,6 +14,10 @@ double-quoted columns with ASC/DESC. The twin accepts exactly this grammar and n
 The SQL handed to DuckDB is re-emitted from the parsed tokens: identifiers re-quoted after checking
 them against the real column names, strings re-escaped, numbers as matched. Function calls,
 subqueries, ``;`` and comments never reach DuckDB: they fail here with InvalidParameter.
+
+Bounds (``check_bounds``, for both backends): at most ``MAX_LENGTH`` characters, ``MAX_DEPTH`` nested
+parentheses / NOTs and ``MAX_ORDER_COLUMNS`` sort columns; beyond them one InvalidParameter naming the
+limit, never a RecursionError.
 """
 
 from __future__ import annotations
@@ -34,6 +38,10 @@ _TOKEN = re.compile(r"""\s*(?:
   | (?P<comma>,)
   | (?P<word>[A-Za-z_][A-Za-z_0-9]*)
 )""", re.VERBOSE)
+MAX_LENGTH = 4096  # characters of a where or an orderby
+MAX_DEPTH = 64  # nested parentheses and NOTs in a where
+MAX_ORDER_COLUMNS = 64
+ECHO = 200  # characters of the text an error quotes
 KEYWORDS = {"AND", "OR", "NOT", "IS", "NULL", "TRUE", "FALSE", "ASC", "DESC"}
 SQL_WORDS = {"SELECT", "FROM", "UNION", "DROP", "INSERT", "UPDATE", "DELETE", "CREATE", "ATTACH", "COPY", "PRAGMA",
              "WITH", "EXISTS", "IN", "LIKE", "ILIKE", "BETWEEN", "CASE", "CAST", "SET", "CALL", "INSTALL", "LOAD"}
@@ -48,8 +56,46 @@ class Token:
 
 def _reject(param: str, text: str, why: str, columns: list[str]) -> ViewerError:
     shown = ", ".join(quote(c) for c in columns[:30])
-    return ViewerError(f"Parameter '{param}' is invalid: {why} (in {text!r}).",
+    quoted = repr(text) if len(text) <= ECHO else repr(text[:ECHO]) + f"… ({len(text)} characters)"
+    return ViewerError(f"Parameter '{param}' is invalid: {why} (in {quoted}).",
                        f"{WHERE_HELP}. Columns: {shown}.", INVALID_PARAMETER)
+
+
+def _too_big(param: str, what: str, fix: str) -> ViewerError:
+    return ViewerError(f"Parameter '{param}' is too big: {what}.", fix, INVALID_PARAMETER)
+
+
+def _too_deep(param: str) -> ViewerError:
+    return _too_big(param, f"it nests parentheses and NOTs more than {MAX_DEPTH} levels deep (the limit is "
+                           f"{MAX_DEPTH} levels)",
+                    "flatten it: A AND (B AND (C)) is A AND B AND C, NOT NOT x is x; or split it into several calls.")
+
+
+def _paren_depth(text: str) -> int:
+    """The deepest nesting of parentheses outside quoted strings and names."""
+    depth = deepest = 0
+    quote_char = ""
+    for char in text:
+        if quote_char:
+            quote_char = "" if char == quote_char else quote_char  # a doubled quote re-opens on the next char
+        elif char in "'\"":
+            quote_char = char
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def check_bounds(text: str, param: str) -> None:
+    """InvalidParameter naming the limit when ``text`` is longer than MAX_LENGTH or nested deeper than MAX_DEPTH."""
+    if len(text) > MAX_LENGTH:
+        raise _too_big(param, f"it is {len(text):,} characters long (the limit is {MAX_LENGTH} characters)",
+                       "use a shorter condition: fewer comparisons per call (several filter calls, or a column that "
+                       "already holds the grouping), no redundant parentheses.")
+    if _paren_depth(text) > MAX_DEPTH:
+        raise _too_deep(param)
 
 
 def tokenize(text: str, param: str, columns: list[str]) -> list[Token]:
@@ -77,8 +123,10 @@ class _Parser:
     def __init__(self, text: str, param: str, columns: list[str], used: set[str] | None = None):
         self.text, self.param, self.columns = text, param, columns
         self.used = used if used is not None else set()
+        check_bounds(text, param)
         self.tokens = tokenize(text, param, columns)
         self.i = 0
+        self.depth = 0  # open parentheses and NOTs around the current condition
 
     def fail(self, why: str) -> ViewerError:
         return _reject(self.param, self.text, why, self.columns)
@@ -135,11 +183,18 @@ class _Parser:
             raise self.fail(f"a value cannot be a parenthesised expression or subquery (position {tok.pos})")
         raise self.fail(f"expected a \"column\", a 'string' or a number at position {tok.pos}, got {tok.text!r}")
 
+    def nested(self, levels: int) -> None:
+        self.depth += levels
+        if self.depth > MAX_DEPTH:
+            raise _too_deep(self.param)
+
     def condition(self) -> str:
         tok = self.peek()
         if tok and tok.kind == "lparen":
             self.i += 1
+            self.nested(1)
             inner = self.disjunction()
+            self.depth -= 1
             close = self.peek()
             if not close or close.kind != "rparen":
                 raise self.fail("a '(' is not closed")
@@ -162,9 +217,13 @@ class _Parser:
         raise self.fail(f"expected a comparison (= != <> < <= > >=) or IS [NOT] NULL at position {tok.pos}")
 
     def negation(self) -> str:
-        if self.word("NOT"):
-            return f"NOT {self.negation()}"
-        return self.condition()
+        count = 0
+        while self.word("NOT"):
+            count += 1
+        self.nested(count)
+        inner = self.condition()
+        self.depth -= count
+        return "NOT " * count + inner
 
     def conjunction(self) -> str:
         parts = [self.negation()]
@@ -211,6 +270,9 @@ def parse_orderby(text: str, columns: list[str], used: set[str] | None = None) -
         elif parser.word("ASC"):
             item += " ASC"
         items.append(item)
+        if len(items) > MAX_ORDER_COLUMNS:
+            raise _too_big("orderby", f"it sorts by more than {MAX_ORDER_COLUMNS} columns (the limit is "
+                                      f"{MAX_ORDER_COLUMNS} columns)", "sort by the few columns that decide the order.")
         tok = parser.peek()
         if tok is None:
             return ", ".join(items)
