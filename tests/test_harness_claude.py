@@ -11,7 +11,7 @@ from support.common import REPO
 from support.harness import cli, isolated_env, run, skill_names
 
 from mcp_server.harness import COMMANDS, ROLES, SPENDING
-from mcp_server.harness.catalog import SERVER, STUDY_SERVER, server_of
+from mcp_server.harness.catalog import PAID_COMMANDS, SERVER, STUDY_SERVER, server_of
 
 
 def _trust(config_dir, *paths) -> None:
@@ -26,7 +26,7 @@ def claude(tmp_path_factory):
     home = tmp_path_factory.mktemp("claude-home")
     config_dir = home / "claude"
     config_dir.mkdir()
-    env = isolated_env(home, CLAUDE_CONFIG_DIR=str(config_dir))
+    env = isolated_env(home, CLAUDE_CONFIG_DIR=str(config_dir), CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
     return lambda *args, cwd=REPO: run([binary, *args], env, cwd=cwd), config_dir, home
 
 
@@ -44,8 +44,17 @@ def test_project_server_connects(claude):
     assert "✔ Connected" in _status(out, "tunepack"), out
     settings = json.loads((REPO / ".claude" / "settings.json").read_text())
     assert settings["enabledMcpjsonServers"] == [SERVER, STUDY_SERVER]
-    assert {f"mcp__{server_of(t)}__{t}" for t in SPENDING} == set(settings["permissions"]["ask"])
-    assert "mcp__tunepack-study__jobs_submit" in settings["permissions"]["ask"]  # a study tool still asks
+    asks = set(settings["permissions"]["ask"])
+    assert {f"mcp__{server_of(t)}__{t}" for t in SPENDING} == {a for a in asks if a.startswith("mcp__")}
+    assert "mcp__tunepack-study__jobs_submit" in asks  # a study tool still asks
+    assert {f"Bash(tunepack {c}:*)" for c in PAID_COMMANDS} <= asks  # and the paid shell commands
+
+
+def test_settings_are_valid_for_claude_code(claude):
+    run_claude, _, _ = claude
+    code, out = run_claude("doctor")  # reads the project's settings files, no login (no network: see the env)
+    assert code == 0 and "Claude Code doctor" in out, out
+    assert "Invalid settings" not in out and "Invalid permission rule" not in out, out
     assert (REPO / "CLAUDE.md").read_text().strip() == "@agents.md"
 
 

@@ -12,7 +12,7 @@ from support.common import REPO
 from support.harness import cli, isolated_env, run, skill_names
 
 from mcp_server.harness import ROLES, SPENDING
-from mcp_server.harness.catalog import SERVER, STUDY_SERVER, server_of
+from mcp_server.harness.catalog import PAID_COMMANDS, SERVER, STUDY_SERVER, server_of
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +61,18 @@ def test_roles_and_instructions_are_visible(prompt_input):
     for role in ROLES:
         assert f"{role.name}: {{\\n{role.description[:40]}" in prompt_input, role.name
     assert "You post-train small language models with tunepack" in prompt_input  # agents.md
+
+
+def test_codex_asks_before_paid_shell_commands():
+    """The committed rules file as Codex's own policy engine reads it (it loads .codex/rules/*.rules in trusted
+    projects): every paid or publishing command prompts, in both spellings; other commands match no rule."""
+    binary = cli("codex")
+    rules = REPO / ".codex" / "rules" / "tunepack.rules"
+    for command in PAID_COMMANDS:
+        for program in ("tunepack", ".venv/bin/tunepack"):
+            code, out = run([binary, "execpolicy", "check", "--rules", rules, program, *command.split(), "--yes"],
+                            {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+            assert code == 0 and json.loads(out)["decision"] == "prompt", (program, command, out)
+    code, out = run([binary, "execpolicy", "check", "--rules", rules, "tunepack", "jobs", "list"],
+                    {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"})
+    assert code == 0 and json.loads(out)["matchedRules"] == [], out

@@ -3,6 +3,7 @@ server connects (also when started from a subdirectory), the roles, commands and
 the spending tools ask. No login is needed for any of these."""
 
 import json
+import re
 
 import pytest
 
@@ -10,7 +11,7 @@ from support.common import REPO
 from support.harness import cli, isolated_env, run, skill_names
 
 from mcp_server.harness import COMMANDS, ROLES, SPENDING
-from mcp_server.harness.catalog import STUDY_SERVER, server_of
+from mcp_server.harness.catalog import PAID_COMMANDS, STUDY_SERVER, server_of
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,32 @@ def test_config_is_accepted_with_server_roles_commands_and_permissions(oc):
     assert "$ARGUMENTS" in config["command"]["tunepack-train"]["template"]
     assert {f"{server_of(t)}_{t}" for t in SPENDING} <= {k for k, v in config["permission"].items() if v == "ask"}
     assert config["mcp"][STUDY_SERVER]["command"][:2] == ["sh", "-c"]
+    assert {f"tunepack {c} *" for c in PAID_COMMANDS} <= {k for k, v in config["permission"]["bash"].items()
+                                                         if v == "ask"}
+
+
+def _action(rules: list[dict], permission: str, subject: str) -> str:
+    """What OpenCode decides: the last rule whose permission and wildcard pattern (`*`, `?`) match."""
+    decided = "ask"
+    for rule in rules:
+        pattern = "".join(".*" if ch == "*" else "." if ch == "?" else re.escape(ch) for ch in rule["pattern"])
+        if rule["permission"] in (permission, "*") and re.fullmatch(pattern, subject, re.S):
+            decided = rule["action"]
+    return decided
+
+
+def test_the_main_agent_asks_before_paid_shell_commands(oc):
+    code, out = oc("debug", "agent", "build")
+    assert code == 0, out
+    rules = json.loads(out[out.index("{"):])["permission"]
+    for line in ("tunepack run examples/demo.yaml --backend hf --flavor a10g-small",
+                 ".venv/bin/tunepack jobs submit --backend hf --flavor h200x8 train.py",
+                 "tunepack sweep submit examples/sweep.yaml --yes", "tunepack registry publish a --repo me/a --yes",
+                 "tunepack traces push --repo me/t", "tunepack budget set demo 50 --yes", "tunepack approve 3f2a",
+                 "tunepack serve --http", "tunepack eval run a --tasks humaneval --backend hf"):
+        assert _action(rules, "bash", line) == "ask", line
+    for line in ("tunepack jobs list", "tunepack budget show demo", "tunepack validate examples/demo.yaml"):
+        assert _action(rules, "bash", line) == "allow", line
 
 
 @pytest.mark.parametrize("where", [".", "mcp_server/server"])

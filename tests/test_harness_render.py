@@ -1,6 +1,7 @@
 """The harness files are rendered from one catalog and the committed ones match it (CI fails on drift);
 the launcher starts the server from any directory and fails in one line when the environment is missing."""
 
+import argparse
 import json
 import os
 import shutil
@@ -11,8 +12,10 @@ import yaml
 
 from support.common import REPO, run_cli
 
+from mcp_server.cli import build_parser
 from mcp_server.harness import COMMANDS, LINKS, ROLES, SPENDING, check, managed_files, mcp_prompt_body, sync
-from mcp_server.harness.catalog import LAUNCHER, READ_ONLY, SETUP, command
+from mcp_server.harness.catalog import LAUNCHER, PAID_COMMANDS, READ_ONLY, SETUP, command
+from mcp_server.harness.render import CLONE_PROGRAMS
 
 
 def test_committed_files_match_the_catalog():
@@ -45,6 +48,43 @@ def test_roles_and_commands_reach_every_harness():
         assert "$ARGUMENTS" in cmd.body and "skill" in cmd.body
     worker = next(r for r in ROLES if r.name == "worker")
     assert worker.tools is None and all(r.tools and "pipeline_run" not in r.tools for r in ROLES if r is not worker)
+
+
+def _commands(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> dict[tuple[str, ...], set[str]]:
+    """Every (sub)command of the CLI with its option strings, and the choices of a first positional action
+    (``budget show|set``) as commands of their own."""
+    found: dict[tuple[str, ...], set[str]] = {words: set()}
+    positional = [a for a in parser._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found |= _commands(sub, (*words, name))
+        found[words] |= set(action.option_strings)
+    for choice in (positional[0].choices or ()) if positional else ():
+        found[(*words, choice)] = set()
+    return found
+
+
+def test_every_paid_or_publishing_command_asks_first_in_every_harness():
+    commands = _commands(build_parser())
+    takes_yes = {words for words, options in commands.items() if "--yes" in options}
+    # a command that takes --yes asks first, or its paid action does (`budget set`, not `budget show`)
+    missing = {w for w in takes_yes if " ".join(w) not in PAID_COMMANDS
+               and not any(words[:len(w)] == w and len(words) > len(w) and " ".join(words) in PAID_COMMANDS
+                           for words in commands)}
+    assert not missing, f"add these to PAID_COMMANDS in catalog.py: {missing}"
+    assert {"serve", "approve", "budget set"} <= set(PAID_COMMANDS)
+    assert all(tuple(c.split()) in commands for c in PAID_COMMANDS), "every entry is a real command"
+    files = managed_files()
+    bash = json.loads(files["opencode.json"])["permission"]["bash"]
+    asks = set(json.loads(files[".claude/settings.json"])["permissions"]["ask"])
+    rules = files[".codex/rules/tunepack.rules"]
+    for cmd in PAID_COMMANDS:
+        for program in CLONE_PROGRAMS:
+            assert bash[f"{program} {cmd} *"] == "ask" and f"Bash({program} {cmd}:*)" in asks, (program, cmd)
+        assert "[[" + ", ".join(json.dumps(p) for p in CLONE_PROGRAMS) + "], " + \
+            ", ".join(json.dumps(w) for w in cmd.split()) + "]" in rules, cmd
+    assert rules.count('decision = "prompt"') == len(PAID_COMMANDS) and "allow" not in rules
 
 
 def test_contract_prompt_fills_model_and_dataset():

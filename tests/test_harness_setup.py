@@ -23,9 +23,9 @@ from support.harness import cli, isolated_env, run, skill_names
 
 from mcp_server.errors import SetupError
 from mcp_server.harness import COMMANDS, ROLES, SPENDING
-from mcp_server.harness.catalog import SERVER, STUDY_SERVER, STUDY_TOOLSETS, server_of
+from mcp_server.harness.catalog import PAID_COMMANDS, SERVER, STUDY_SERVER, STUDY_TOOLSETS, server_of
 from mcp_server.harness.cli import add_setup_parser
-from mcp_server.harness.setup import HARNESSES, setup
+from mcp_server.harness.setup import HARNESSES, programs, setup
 from mcp_server.harness.toolsets import TOOLSETS
 
 THEIR_SERVER = '''"""A project's own MCP server (stdio JSON-RPC, one tool), standing in for whatever they run."""
@@ -177,6 +177,8 @@ def test_opencode_connects_tunepack_next_to_their_server(world):
     assert {c.name for c in COMMANDS} <= set(config["command"])
     asks = {k for k, v in config["permission"].items() if v == "ask"}
     assert {f"{server_of(t)}_{t}" for t in SPENDING} | {"bash"} <= asks
+    # their `"bash": "ask"` already asks before every command, tunepack's paid ones included: it stays theirs
+    assert json.loads((world["project"] / "opencode.json").read_text())["permission"]["bash"] == "ask"
 
 
 def test_codex_spawns_the_server_and_sees_roles_and_skills(world):
@@ -197,6 +199,8 @@ def test_codex_spawns_the_server_and_sees_roles_and_skills(world):
     asks = {(name, t) for name in (SERVER, STUDY_SERVER)
             for t in tomllib.loads(text)["mcp_servers"][name].get("tools", {})}
     assert asks == {(server_of(t), t) for t in SPENDING}
+    rules = (world["project"] / ".codex" / "rules" / "tunepack.rules").read_text()
+    assert rules.count('decision = "prompt"') == len(PAID_COMMANDS) and json.dumps(programs()[-1]) in rules
 
 
 def test_claude_code_connects_tunepack_and_keeps_their_settings(world):
@@ -208,7 +212,8 @@ def test_claude_code_connects_tunepack_and_keeps_their_settings(world):
     settings = json.loads((world["project"] / ".claude" / "settings.json").read_text())
     assert settings["model"] == "sonnet" and settings["enabledMcpjsonServers"] == ["theirs", SERVER, STUDY_SERVER]
     assert settings["permissions"]["allow"][0] == "Bash(ls:*)"
-    assert set(settings["permissions"]["ask"]) == {f"mcp__{server_of(t)}__{t}" for t in SPENDING}
+    assert set(settings["permissions"]["ask"]) == {f"mcp__{server_of(t)}__{t}" for t in SPENDING} | \
+        {f"Bash({p} {c}:*)" for c in PAID_COMMANDS for p in programs()}
     assert (world["project"] / ".claude" / "skills" / "tunepack-sft" / "SKILL.md").is_file()  # through the link
 
 
@@ -220,6 +225,7 @@ def test_user_scope_works_from_any_folder(world):
     config = json.loads(out[out.index("{"):])
     assert config["mcp"][SERVER]["command"][-1] == "serve" and {r.name for r in ROLES} <= set(config["agent"])
     assert {c.name for c in COMMANDS} <= set(config["command"])
+    assert {f"{p} {c} *" for c in PAID_COMMANDS for p in programs()} == set(config["permission"]["bash"])
     code, out = world["out"]["user codex mcp"]
     assert code == 0 and _line(out, SERVER, "enabled"), out
     code, out = world["out"]["user claude mcp"]
@@ -328,6 +334,19 @@ def test_a_malformed_config_is_refused_before_anything_is_written(tmp_path, harn
         setup(harness, tmp_path, env={"HOME": str(tmp_path)})
     assert said in refused.value.problem and "setup changed nothing" in refused.value.fix, str(refused.value)
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("theirs", ["allow", {"*": "allow", "git *": "ask"}])
+def test_their_bash_permission_gets_the_paid_asks_after_it_and_back_on_remove(tmp_path, theirs):
+    before = _json({"permission": {"bash": theirs, "edit": "ask"}})
+    (tmp_path / "opencode.json").write_text(before)
+    setup("opencode", tmp_path, env={"HOME": str(tmp_path)})
+    bash = json.loads((tmp_path / "opencode.json").read_text())["permission"]["bash"]
+    mine = [k for k in bash if "tunepack" in k]
+    assert list(bash)[:len(bash) - len(mine)] == ["*"] + (["git *"] if isinstance(theirs, dict) else [])
+    assert {f"{p} {c} *" for c in PAID_COMMANDS for p in programs()} == set(mine)  # after theirs: the last match wins
+    setup("opencode", tmp_path, remove=True, env={"HOME": str(tmp_path)})
+    assert (tmp_path / "opencode.json").read_text() == before
 
 
 def test_their_same_named_role_is_kept_and_reported(tmp_path):

@@ -27,6 +27,12 @@ INSTRUCTIONS = "agents.md"
 # Tools that start jobs (which may cost money) or publish (traces_push uploads the user's own sessions off the
 # machine): every harness asks the human before each call.
 SPENDING = ("pipeline_run", "jobs_submit", "eval_start", "registry_publish", "sweep_submit", "traces_push")
+# The same for tunepack's own shell commands: every command that takes --yes (it can start a paid job, upload to
+# the Hub or raise the budget), `approve` (it approves a quote) and `serve` (the agent would be the client of a
+# server it started, answering its approval prompts itself). Each harness asks before running `tunepack <command> …`:
+# a seatbelt against honest mistakes, not a wall (another spelling, or a script that imports tunepack, is not matched).
+PAID_COMMANDS = ("run", "jobs submit", "eval run", "sweep submit", "registry publish", "traces push", "export",
+                 "budget set", "approve", "serve")
 # Tools that only read (or write tunepack's own notes): allowed without a click in Claude Code.
 READ_ONLY = (
     "skills_list", "skills_read", "data_inspect", "data_mask_preview", "pipeline_validate", "pipeline_render",
@@ -73,9 +79,9 @@ ROLES: tuple[Role, ...] = (
         name="researcher",
         description="Read-only scout for a tunepack study: finds papers, datasets and models on the Hugging Face "
                     "Hub and returns ideas as testable hypotheses. Never edits files or launches jobs.",
-        tools=("research_models", "research_datasets", "research_papers", "research_paper", "viewer_splits",
-               "viewer_rows", "viewer_search", "viewer_statistics", "viewer_size", "viewer_traces", "data_inspect",
-               "skills_list", "skills_read", "ledger_list"),
+        # no viewer_* / data_inspect: they read local paths too; Hub datasets are looked at over the web instead
+        tools=("research_models", "research_datasets", "research_papers", "research_paper", "skills_list",
+               "skills_read", "ledger_list"),
         prompt="""You are the researcher of a tunepack study. You are read-only: you never edit files, never run
 shell commands and never start jobs.
 
@@ -83,8 +89,11 @@ shell commands and never start jobs.
    suggest what was already tried or marked do-not-repeat.
 2. Search the Hub: research_papers / research_paper for methods and their reported settings,
    research_models for base models and adapters others trained, research_datasets for data
-   (CLI: `tunepack research papers|paper|models|datasets`). Check a promising dataset's shape with
-   viewer_traces or viewer_rows before recommending it.
+   (CLI: `tunepack research papers|paper|models|datasets`). Check a promising dataset's shape before
+   recommending it with the Hub's Datasets Viewer over the web (read-only JSON, public datasets):
+   https://datasets-server.huggingface.co/splits?dataset=ID, then /first-rows?dataset=ID&config=C&split=S
+   and /statistics?dataset=ID&config=C&split=S. None of your tunepack tools reads files on this
+   machine; name a dataset you could not check (private, gated, no viewer): the orchestrator will.
 3. Return at most five hypotheses, best first, each as: the one variable to change and its value,
    why (paper id, model or dataset id, or a measured number), the expected effect on the study's
    metric, and the risk. Cite ids; never invent numbers. Say what you could not check.""",

@@ -3,11 +3,13 @@ with no clone: the same pieces ``render.py`` makes for this repository, pointed 
 
 What goes where (project scope; ``--user`` writes the same into the harness's user folders, under HOME):
 
-| harness  | servers + spending asks                      | roles                    | commands            |
-|----------|----------------------------------------------|--------------------------|---------------------|
-| opencode | opencode.json (mcp, tools, permission)       | opencode.json (agent)    | .opencode/command/  |
-| codex    | .codex/config.toml, one marked block         | .codex/agents/           | (the MCP prompts)   |
-| claude   | .mcp.json + .claude/settings.json            | .claude/agents/          | .claude/commands/   |
+| harness  | servers + spending asks                          | roles                 | commands            |
+|----------|--------------------------------------------------|-----------------------|---------------------|
+| opencode | opencode.json (mcp, tools, permission[.bash])    | opencode.json (agent) | .opencode/command/  |
+| codex    | .codex/config.toml (one marked block) + rules/   | .codex/agents/        | (the MCP prompts)   |
+| claude   | .mcp.json + .claude/settings.json                | .claude/agents/       | .claude/commands/   |
+
+The asks cover the spending MCP tools and tunepack's paid or publishing shell commands (``PAID_COMMANDS``).
 
 Skills: one copy of the installed package's skills in ``.agents/skills/`` (OpenCode and Codex read it; Claude Code
 gets links in ``.claude/skills/``). Both servers run with ``TUNEPACK_SKILLS_DIR`` set to that copy, so the pitfalls
@@ -15,10 +17,16 @@ gets links in ``.claude/skills/``). Both servers run with ``TUNEPACK_SKILLS_DIR`
 
 Setup never takes a key of theirs: a same-named role, command or skill of theirs is kept and reported. A second run
 changes nothing; ``--remove`` takes out what setup added (their keys stay); ``--dry-run`` prints the diff.
+
+Nothing is written until every change is planned and checked: a malformed config, or a link (a file, or a folder
+above one) that leads out of the project — for ``--user``, out of HOME or the folder CODEX_HOME / CLAUDE_CONFIG_DIR /
+XDG_CONFIG_HOME names — refuses the whole run (``confine.py``); links that stay inside are followed. Should a write
+fail half way, the changes already made are undone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import shutil
@@ -44,6 +52,7 @@ from .config_files import (
     toml_has_block,
     write_text,
 )
+from .confine import refuse_escapes
 from .render import (
     OPENCODE_SCHEMA,
     Launch,
@@ -52,6 +61,7 @@ from .render import (
     claude_mcp_servers,
     claude_settings,
     codex_agent,
+    codex_rules,
     codex_servers,
     opencode_command,
     opencode_tunepack,
@@ -60,6 +70,7 @@ from .render import (
 HARNESSES = ("opencode", "codex", "claude")
 NAMES = {"opencode": "OpenCode", "codex": "Codex", "claude": "Claude Code"}
 CHECK = {"opencode": "opencode mcp list", "codex": "codex mcp list", "claude": "claude mcp list"}
+USER_DIRS = ("XDG_CONFIG_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR")  # user-scope folders an environment can move
 
 
 @dataclass(frozen=True)
@@ -96,6 +107,16 @@ class Scope:
         if not self.user:
             return self.base / ".mcp.json"
         return self._env_dir("CLAUDE_CONFIG_DIR", self.base) / ".claude.json"
+
+    def roots(self) -> list[Path]:
+        """The folders setup writes under: the project; for --user HOME and each folder named outside it."""
+        if not self.user:
+            return [self.base]
+        named = [self._env_dir(name, self.base) for name in USER_DIRS]
+        return [self.base, *(p for p in named if not p.is_relative_to(self.base))]
+
+    def root_of(self, path: Path) -> Path:
+        return next(root for root in self.roots() if path.is_relative_to(root))
 
     def show(self, path: Path) -> str:
         if path.is_relative_to(self.base):
@@ -140,6 +161,12 @@ def serve_argv() -> tuple[str, ...]:
     return (str(Path(sys.executable).absolute()), "-m", "mcp_server.cli", "serve")
 
 
+def programs() -> tuple[str, ...]:
+    """How an agent may spell the CLI: ``tunepack`` on PATH, and the installed script's own path."""
+    argv = serve_argv()
+    return ("tunepack", argv[0]) if argv[1:] == ("serve",) else ("tunepack",)
+
+
 def launches(skills: Path) -> dict[str, Launch]:
     env = (("TUNEPACK_SKILLS_DIR", str(skills)),)
     return {SERVER: Launch(serve_argv(), env),
@@ -151,11 +178,16 @@ def _skills_note(scope: Scope) -> str:
 
 
 def _opencode(scope: Scope) -> _Spec:
-    part = opencode_tunepack(launches(scope.skills))
+    part = opencode_tunepack(launches(scope.skills), programs())
+    bash = part["permission"].pop("bash")
     values: dict[tuple[str, ...], object] = {(top, key): value for top, entries in part.items()
                                              for key, value in entries.items()}
+    values |= {("permission", "bash", pattern): action for pattern, action in bash.items()}
+    # their `"bash": "ask"` (or "deny") already asks before every command: it stays as it is
+    json_part = JsonPart(values, skeleton={"$schema": OPENCODE_SCHEMA},
+                         actions={("permission", "bash"): ("ask", "deny")})
     folder = scope.opencode_commands()
-    return _Spec(json=[(scope.opencode_config(), JsonPart(values, skeleton={"$schema": OPENCODE_SCHEMA}))],
+    return _Spec(json=[(scope.opencode_config(), json_part)],
                  files={folder / f"{c.name}.md": opencode_command(c, _skills_note(scope)) for c in COMMANDS})
 
 
@@ -167,8 +199,9 @@ def codex_block(scope: Scope) -> str:
 def _codex(scope: Scope) -> _Spec:
     folder = scope.codex_dir()
     banner = "Written by `tunepack setup codex`; `tunepack setup codex --remove` takes it out."
-    return _Spec(toml=(folder / "config.toml", codex_block(scope)),
-                 files={folder / "agents" / f"{r.name}.toml": codex_agent(r, banner) for r in ROLES})
+    files = {folder / "agents" / f"{r.name}.toml": codex_agent(r, banner) for r in ROLES}
+    files[folder / "rules" / "tunepack.rules"] = codex_rules(programs(), banner)
+    return _Spec(toml=(folder / "config.toml", codex_block(scope)), files=files)
 
 
 def _claude(scope: Scope) -> _Spec:
@@ -176,7 +209,7 @@ def _claude(scope: Scope) -> _Spec:
     entries = claude_mcp_servers(launches(scope.skills))
     servers = JsonPart({("mcpServers", name): entry for name, entry in entries.items()})
     # project servers start once the settings name them (and the folder is trusted); user servers need no naming
-    settings = claude_settings(project_servers=not scope.user)
+    settings = claude_settings(project_servers=not scope.user, programs=programs())
     lists: dict[tuple[str, ...], list] = {("permissions", kind): names
                                           for kind, names in settings.pop("permissions").items()}
     lists |= {(key,): names for key, names in settings.items()}
@@ -219,16 +252,17 @@ def _plan_configs(plan: Plan, spec: _Spec) -> None:
 
 def _plan_files(plan: Plan, files: dict[Path, str]) -> None:
     for path, content in files.items():
-        current = path.read_text(encoding="utf-8") if path.is_file() else None
+        current = path.read_bytes() if path.is_file() else None  # bytes: a file of theirs need not be UTF-8
         exists = current is not None or path.exists() or path.is_symlink()
         differs = f"{plan.scope.show(path)}: kept, it differs from tunepack's (yours, edited, or another version)"
-        if plan.remove and current == content:
-            plan.changes.append(Change(path, "file", current, None))
+        same = current == content.encode("utf-8")
+        if plan.remove and same:
+            plan.changes.append(Change(path, "file", content, None))
         elif plan.remove and exists:
             plan.kept.append(differs)
         elif not plan.remove and not exists:
             plan.changes.append(Change(path, "file", None, content))
-        elif not plan.remove and current != content:
+        elif not plan.remove and not same:
             plan.kept.append(differs + "; delete it and rerun to get tunepack's")
 
 
@@ -275,13 +309,25 @@ def plan(harness: str, project: str | Path | None = None, user: bool = False, re
     scope = Scope(_home(env) if user else _project(project), user, env)
     spec = SPECS[harness](scope)
     result = Plan(harness, scope, remove)
+    # the configs are read, merged and written back: a link out of the root is refused before it is even read
+    _confine(scope, [path for path, _ in spec.json] + ([spec.toml[0]] if spec.toml else []))
     _plan_configs(result, spec)
     _plan_files(result, spec.files)
     users = [h for h in HARNESSES if h != harness and configured(h, scope)] if remove else []
     if spec.skill_links:
         _plan_links(result, spec.skill_links)
     _plan_skills(result, users)
+    # a link setup makes or removes is replaced or unlinked itself: only the folders above it count
+    _confine(scope, [(c.path.parent if c.kind == "link" else c.path) for c in result.changes])
     return result
+
+
+def _confine(scope: Scope, targets: list[Path]) -> None:
+    """Refuse the whole run when a write or removal would go through a link out of its root."""
+    where = "your home folder or the harness folder named for it" if scope.user else "the project"
+    hint = (", or point CODEX_HOME, CLAUDE_CONFIG_DIR or XDG_CONFIG_HOME at the real folder" if scope.user else
+            ", or run setup in the project the link points into")
+    refuse_escapes(((path, scope.root_of(path)) for path in targets), where, hint)
 
 
 def _home(env: Mapping[str, str]) -> Path:
@@ -308,18 +354,33 @@ def _link(path: Path, target: str) -> None:
     os.replace(tmp, path)
 
 
+def _do(change: Change, base: Path) -> None:
+    if change.kind == "file":
+        write_text(change.path, change.after)
+    elif change.kind == "skill":
+        copy_tree(Path(change.after), change.path) if change.after else shutil.rmtree(change.path)
+    elif change.after:
+        _link(change.path, change.after)
+    else:
+        change.path.unlink()
+    if change.after is None:
+        prune_dirs(change.path.parent, base)
+
+
 def apply(result: Plan) -> None:
+    """Make the changes; when one fails (a full disk, a read-only folder), undo the ones made before it."""
+    done: list[Change] = []
     for change in result.changes:
-        if change.kind == "file":
-            write_text(change.path, change.after)
-        elif change.kind == "skill":
-            copy_tree(Path(change.after), change.path) if change.after else shutil.rmtree(change.path)
-        elif change.after:
-            _link(change.path, change.after)
-        else:
-            change.path.unlink()
-        if change.after is None:
-            prune_dirs(change.path.parent, result.scope.base)
+        try:
+            _do(change, result.scope.base)
+        except OSError as exc:
+            for made in reversed(done):
+                with contextlib.suppress(OSError):
+                    _do(Change(made.path, made.kind, made.after, made.before), result.scope.base)
+            raise SetupError(f"Writing {result.scope.show(change.path)} failed: {exc.strerror or exc}.",
+                             "fix that (room on the disk, write access) and rerun; the changes made before it were "
+                             "undone, setup changed nothing.") from exc
+        done.append(change)
 
 
 def diff(result: Plan) -> str:
