@@ -1,7 +1,11 @@
 """The server-wide error boundary around every tool call (the per-tool one is ``common.guarded``): arguments that
 do not fit a tool's input schema get an answer that says how to call it, a crash gets a fix like ``guarded``'s,
 and an identical call that keeps failing gets the loop advice of ``skills.loops`` (its memory lives in this
-process, one per server)."""
+process, one per server).
+
+Around every other message, the protocol errors the MCP spec names where the SDK answers otherwise (``protocol.py``
+says what the SDK does in each case): an unknown tool or prompt, a missing prompt argument and an unknown cursor are
+-32602 Invalid params; an unparsable stdio line or HTTP body is -32700 / -32600 with ``id: null``."""
 
 from __future__ import annotations
 
@@ -11,9 +15,14 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
 
 from ..skills.loops import LoopGuard
+from . import protocol
+from .prompts import refusal
 
 log = logging.getLogger("tunepack.server")
 _JSON_TYPES = {"NoneType": "null", "bool": "boolean", "int": "integer", "float": "number", "str": "string",
@@ -54,8 +63,16 @@ class TunepackServer(MCPServer):
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.loops = LoopGuard()
+        self.middleware.append(protocol.protocol_errors)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        if self._tool_manager.get_tool(name) is None:
+            # The SDK answers an unknown tool as a tool result (isError); the spec's tools/call example makes it a
+            # protocol error, -32602.
+            message = (f"Unknown tool: {protocol.quoted(name)}. Fix: call tools/list for the tools this server "
+                       "offers (tunepack serve --toolsets …).")
+            raise MCPError(code=INVALID_PARAMS, message=self._with_advice(name, arguments, message),
+                           data={"name": name[:80]})
         try:
             result = await super().call_tool(name, arguments, context)
         except UnexpectedToolError as exc:
@@ -66,11 +83,45 @@ class TunepackServer(MCPServer):
         except ToolError as exc:
             cause = exc.__cause__
             message = argument_error(name, cause) if isinstance(cause, ValidationError) else str(exc)
-            if message.startswith("Unknown tool"):
-                message += ". Fix: call tools/list for the tools this server offers (tunepack serve --toolsets …)."
             raise ToolError(self._with_advice(name, arguments, message)) from cause
         self.loops.succeeded(name)
         return result
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any] | None = None, context: Any = None) -> Any:
+        # The SDK raises ValueError for both, which goes out as JSON-RPC code 0; the spec says -32602.
+        problem = refusal(self._prompt_manager.get_prompt(name), name, arguments)
+        if problem is not None:
+            raise problem
+        return await super().get_prompt(name, arguments, context)
+
+    # The SDK's list handlers ignore the cursor and return everything; an unknown cursor is -32602 by the spec.
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
+        protocol.refuse_cursor("tools/list", params)
+        return await super()._handle_list_tools(ctx, params)
+
+    async def _handle_list_prompts(self, ctx: Any, params: Any) -> Any:
+        protocol.refuse_cursor("prompts/list", params)
+        return await super()._handle_list_prompts(ctx, params)
+
+    async def _handle_list_resources(self, ctx: Any, params: Any) -> Any:
+        protocol.refuse_cursor("resources/list", params)
+        return await super()._handle_list_resources(ctx, params)
+
+    async def _handle_list_resource_templates(self, ctx: Any, params: Any) -> Any:
+        protocol.refuse_cursor("resources/templates/list", params)
+        return await super()._handle_list_resource_templates(ctx, params)
+
+    async def run_stdio_async(self) -> None:
+        """As the SDK's, with the stdio read stream answering the frames the SDK drops (``protocol.AnsweringReader``)."""
+        async with stdio_server() as (read_stream, write_stream):
+            await self._lowlevel_server.run(protocol.AnsweringReader(read_stream, write_stream), write_stream,
+                                            self._lowlevel_server.create_initialization_options())
+
+    def streamable_http_app(self, **kwargs: Any) -> Any:
+        """As the SDK's, with ``protocol.EnvelopeErrors`` in front (an invalid envelope: -32600 in one line)."""
+        app = super().streamable_http_app(**kwargs)
+        app.add_middleware(protocol.EnvelopeErrors)
+        return app
 
     def _with_advice(self, name: str, arguments: dict[str, Any], message: str) -> str:
         message = shortened(message)
