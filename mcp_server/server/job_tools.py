@@ -14,6 +14,7 @@ from ..jobs import CostEstimate, Hardware, JobInfo, JobSpec, available_hardware,
 from ..jobs.views import JobView, LogsView, describe, read_logs
 from ..pipeline import start_pipeline, submit_script
 from ..pipeline.settle import settle
+from ..shown import shown
 from .common import ApprovalToken, Backend, Flavor, Force, JobId, OptBackend, TimeoutS, consent_from, guarded
 from .pipeline_tools import PlacedConfig, SpendApproval, SpendResult, spend_result
 
@@ -77,7 +78,7 @@ def jobs_logs(job_id: JobId, backend: Backend = "local",
               since: Annotated[int | None, Field(description="Line index to page from (next_since of the "
                                                              "previous call).", ge=0)] = None) -> LogsView:
     """A bounded page of a job's log: the tail, or the lines after a cursor."""
-    return read_logs(get_backend(backend), job_id, tail=tail, since=since)
+    return shown(read_logs(get_backend(backend), job_id, tail=tail, since=since))  # a script may print a secret
 
 
 @guarded

@@ -39,7 +39,7 @@ def research_models(query: Query = None, filters: Filters = None, author: Author
 def research_datasets(query: Query = None, filters: Filters = None, author: Author = None,
                       sort: SortArg = "downloads", limit: Limit = 10) -> DatasetSearch:
     """Search datasets on the Hugging Face Hub (training or eval data): id, downloads, likes, tags, a short
-    description and URL per hit. Check a candidate's shape with viewer_traces before proposing it."""
+    description and URL per hit. Check a candidate's shape before proposing it (the Datasets Viewer's first rows)."""
     return search_datasets(query, filters=filters, author=author, sort=sort, limit=limit)
 
 
