@@ -1,0 +1,88 @@
+"""Is a string the value of a secret? The tests behind the keyword-context rule (``context.py``) and the
+library's keyword-based plugins.
+
+Never a secret: git object ids and digests (40 or 64 hex digits, optionally ``sha256:``-prefixed), UUIDs,
+numbers, paths and file names, placeholders (``$VAR``, ``<token>``, ``****``). A token-like value must also look
+random: at least 16 characters; digits among letters, or letters in short mixed-case runs (not ``CamelCase``
+words); Shannon entropy ≥ 3 bits per character (2.5 up to 20 characters; detect-secrets' own measure); not
+mostly words (``model_v2_checkpoint``); not an attribute (``config.api_key``). A password needs only 6
+characters, but an unquoted one must not be a bare name, attribute or path (``password=password``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+PLACEHOLDER = re.compile(r"[$<{*]|\[REDACTED_|%\(|.*(?:\$\{|\{\{|[xX]{4}|\*{3}|\.{3})"
+                         r"|(?i:your[_-]|(?:pass(?:word|wd)?|pwd|secret|token|changeme|redacted|none|null|undefined)$)")
+HEX_ID = re.compile(r"(?:sha(?:1|256|512)[:-])?(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})")
+UUID = re.compile(r"\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?")
+NUMBER = re.compile(r"[0-9][0-9_.,:eE+-]*")
+PATH = re.compile(r"(?:~|\.{1,2}|[A-Za-z]:)?[\\/]?(?:[A-Z]?[a-z0-9_.@+~-]*[\\/])+[A-Z]?[a-z0-9_.@+~-]*")
+FILE_NAME = re.compile(r"[\w.-]+\.(?:txt|json|ya?ml|toml|ini|env|pem|key|crt|cfg|conf|py|sh|js|ts|md|csv|log|db|"
+                       r"sqlite|gpg|asc|p12|pfx|jks)", re.I)
+NAME = re.compile(r"[A-Za-z_][A-Za-z_.-]*")  # letters joined by _ . -: a name or an attribute, no digit
+REFERENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")  # self.password, args.token
+WORD = re.compile(r"[a-z]{3,}|[A-Z][a-z]{2,}|[A-Z]{3,}")
+CAMEL = re.compile(r"[A-Z][a-z]*|[a-z]+")
+SEPARATORS = re.compile(r"[_.:/-]+")
+
+
+def not_placeholder(value: str) -> bool:
+    """False for ``$VAR``, ``${VAR}``, ``<password>``, ``{{ x }}``, ``****``, ``xxxx…``, ``your-key``, ``password``,
+    and for a marker this module wrote (redaction never redacts its own output)."""
+    return PLACEHOLDER.match(value) is None
+
+
+def never(value: str) -> bool:
+    """Git object ids, digests, UUIDs, numbers, paths and file names."""
+    return bool(HEX_ID.fullmatch(value) or UUID.fullmatch(value) or NUMBER.fullmatch(value)
+                or PATH.fullmatch(value) or FILE_NAME.fullmatch(value))
+
+
+@functools.cache
+def _entropy_meter():
+    from detect_secrets.plugins.high_entropy_strings import Base64HighEntropyString
+
+    return Base64HighEntropyString()
+
+
+def entropy(value: str) -> float:
+    return float(_entropy_meter().calculate_shannon_entropy(value))
+
+
+def wordy(value: str) -> bool:
+    """Words joined by ``_ . : / -`` (``model_v2_checkpoint``, ``prod-db-credentials-2``): parts that are whole
+    words (lower-case, Capitalised or upper-case, 3+ letters) or numbers make up at least half of it. A random
+    token rarely has a separator, and then its parts are mixed-case runs with digits."""
+    parts = SEPARATORS.split(value)
+    return len(parts) > 1 and sum(len(p) for p in parts if WORD.fullmatch(p) or p.isdigit()) >= 0.5 * len(value)
+
+
+def _mixed_case_noise(value: str) -> bool:
+    """Letters in short mixed-case runs (``QFfPfSepltdOyatW``), not CamelCase words (``AutoModelForCausalLM``)."""
+    runs = CAMEL.findall(value)
+    return len(runs) >= 4 and sum(map(len, runs)) / len(runs) < 3
+
+
+def random_enough(value: str) -> bool:
+    """A token-like secret: long, letters and digits, high entropy, not words, not an id or a path."""
+    if len(value) < 16 or never(value) or not not_placeholder(value) or wordy(value) or REFERENCE.fullmatch(value):
+        return False
+    if not re.search(r"[A-Za-z]", value):
+        return False
+    if not re.search(r"[0-9]", value) and not _mixed_case_noise(value):
+        return False
+    return entropy(value) >= (2.5 if len(value) <= 20 else 3.0)
+
+
+def password_like(value: str, quoted: bool) -> bool:
+    """A password: 6+ characters, not a placeholder, id or path; unquoted, not a bare name or attribute."""
+    if len(value) < 6 or never(value) or not not_placeholder(value) or REFERENCE.fullmatch(value):
+        return False
+    if not value[0].isalnum() and value[0] not in "!#%+@^~":  # markup (``:func:``), an option, an operator
+        return False
+    if re.match(r"(?:~|\.{1,2})?/", value):  # an absolute or relative path (PWD=/home/dev/AppData)
+        return False
+    return quoted or not NAME.fullmatch(value)
