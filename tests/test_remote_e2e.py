@@ -124,7 +124,7 @@ def test_c_the_eval_job_scores_base_and_adapter_from_the_hub_repo(trained):
 
     hub, project = trained["hub"], trained["project"]
     entry = LocalRegistry().get(project)
-    ev = EvalSection(tasks=["humaneval"], limit=2, max_tokens=16, backend="hf", sandbox="unsafe-host")
+    ev = EvalSection(tasks=["humaneval"], limit=2, max_tokens=16, backend="hf", sandbox="confined")
     started = start_eval(project, ev=ev, backend=get_backend("hf"), flavor="a10g-small", timeout_s=1800,
                          consent=Consent.keyboard(yes=True))
     finished(hub, started.spend.job.id)
@@ -133,7 +133,9 @@ def test_c_the_eval_job_scores_base_and_adapter_from_the_hub_repo(trained):
     log = log_of(hub, started.spend.job.id)
     assert f"adapter {entry.hub_repo}@{entry.hub_commit[:12]}" in log  # read at the commit the registry holds
     (result,) = markers.parse(log)["EVAL"]
-    assert result["sandbox"] == "unsafe-host" and result["isolated"] is False  # labelled: no namespaces in a job
+    # no namespaces in a job: the confined sandbox (own uid, Landlock, seccomp) isolates the generated code there
+    assert result["sandbox"] == "confined" and result["isolated"] is True
+    assert "[tunepack] sandbox: confined" in log
     scores = result["tasks"][0]["scores"]
     assert set(scores) == {"base", "adapter"} and all(0 <= s <= 1 for s in scores.values())
     card = Path(api(hub).hf_hub_download(entry.hub_repo, "README.md")).read_text()

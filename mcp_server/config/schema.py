@@ -306,10 +306,11 @@ class EvalSection(Section):
     samples: int = Field(1, ge=1, le=100, description="Answers per problem; pass@1 is their mean pass rate.")
     temperature: float = Field(0.0, ge=0, le=2, description="0 = greedy decoding.")
     max_tokens: int = Field(512, ge=16, le=8192, description="Most new tokens per answer.")
-    sandbox: Literal["namespaces", "unsafe-host", "docker"] = Field(
-        "namespaces",
-        description="Where generated code runs: namespaces (Linux namespaces + cgroups), docker, or unsafe-host "
-        "(no isolation; labelled).",
+    sandbox: Literal["auto", "namespaces", "confined", "docker", "unsafe-host"] = Field(
+        "auto",
+        description="Where generated code runs: auto (namespaces where they work, else confined), namespaces "
+        "(Linux namespaces + cgroups, as root), confined (no namespaces needed, e.g. HF Jobs: a uid per worker, "
+        "Landlock, seccomp, rlimits), docker, or unsafe-host (no isolation: only knowingly; labelled).",
     )
     timeout_s: float = Field(10.0, gt=0, le=300, description="Wall-clock limit per program.")
     memory_mb: int = Field(512, ge=64, le=16384, description="Memory limit per program.")

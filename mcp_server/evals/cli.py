@@ -2,11 +2,11 @@
 
 Usage:
     tunepack eval run NAME [--version N] [--tasks humaneval mbpp] [--limit 20 | --ids mbpp/89 …] [--mbpp-source F]
-                  [--samples 1 --temperature 0] [--sandbox namespaces|unsafe-host|docker]
+                  [--samples 1 --temperature 0] [--sandbox namespaces|confined|auto|docker|unsafe-host]
                   [--program-timeout 10] [--inference auto|hf|vllm] [--allow-contaminated]
                   [--backend local|hf --flavor a10g-small --timeout 3600]     (every field of the eval section)
     tunepack eval results NAME [--version N]     |   tunepack eval results --job JOB_ID
-    tunepack eval sandbox-check                  # can this machine isolate generated code?
+    tunepack eval sandbox-check                  # can this machine isolate generated code (and how)?
 """
 
 from __future__ import annotations
@@ -53,13 +53,16 @@ def _show(summary: dict, as_json: bool) -> None:
 
 def run_sandbox_check(args) -> None:
     from ..errors import EvalError
+    from .kit.probe import sandbox_facts, sandbox_line
     from .kit.sandbox import probe
 
-    ok, reason = probe("namespaces")
+    print("this machine: " + sandbox_line(sandbox_facts()))
+    ok, reason = probe("auto")
     print(("ok: " if ok else "unavailable: ") + reason)
     if not ok:
-        raise EvalError(reason, "evaluate with --sandbox unsafe-host knowingly (labelled), or on a Linux "
-                                "machine where root can create namespaces and cgroups.")
+        raise EvalError(reason, "evaluate as root on Linux with namespaces + cgroups (sandbox: namespaces) or "
+                                "with Landlock + seccomp (sandbox: confined), or with sandbox: docker; "
+                                "--sandbox unsafe-host runs generated code as root without isolation (labelled).")
 
 
 def run_results(args) -> None:

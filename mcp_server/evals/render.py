@@ -24,8 +24,8 @@ from ..train.render import pins as train_pins
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (
-    "__init__.py", "errors.py", "sandbox_child.py", "sandbox.py", "problems.py", "offline.py", "tasks.py",
-    "contamination.py", "runner.py",
+    "__init__.py", "errors.py", "sandbox_child.py", "probe.py", "confine.py", "harness.py", "sandbox.py",
+    "problems.py", "verdict.py", "offline.py", "tasks.py", "contamination.py", "runner.py",
 )
 TEMPLATE = "eval_job.py.j2"
 

@@ -1,6 +1,7 @@
 """The body of a preflight job: the real config's mask check, then a few smoke steps with the
 tiny model. Prints one ``TUNEPACK_PREFLIGHT {json}`` line with the outcome (and the script's
-``TUNEPACK_ERROR`` line when a check fails).
+``TUNEPACK_ERROR`` line when a check fails), its "sandbox" entry saying what this machine offers the
+eval sandbox (Landlock ABI, seccomp, namespaces) and which mode the config's eval would use.
 
 Usage: python -m mcp_server.pipeline.preflight_job RUN_DIR
 """
@@ -11,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+from ..evals.kit.probe import sandbox_facts, sandbox_line
 from ..jobs.markers import emit, parse
 from ..train.tiny_model import ensure_tiny_model
 from .records import PreflightPlan
@@ -25,9 +27,21 @@ def run_script(args: list[str]) -> tuple[int, dict[str, list[dict]]]:
     return done.returncode, parse(done.stdout)
 
 
+def sandbox_report(eval_sandbox: str) -> dict:
+    """What this machine offers the eval sandbox, and whether the config's eval.sandbox would start here."""
+    facts = sandbox_facts()
+    uses = (facts["auto"] or "no isolating mode") if eval_sandbox == "auto" else eval_sandbox
+    starts = {"namespaces": facts["namespaces"] and facts["cgroups_v1"], "unsafe-host": True, "docker": None,
+              "confined": bool(facts["landlock_abi"]) and facts["seccomp"] and facts["uid_switch"]}.get(uses, False)
+    verdict = {True: f"{uses} starts here", False: f"{uses} cannot start here", None: "not checked here"}[starts]
+    print(f"[tunepack] sandbox: {sandbox_line(facts)}; eval.sandbox {eval_sandbox}: {verdict}", flush=True)
+    return {**facts, "eval_sandbox": eval_sandbox, "uses": uses, "starts": starts}
+
+
 def main(run_dir: str) -> int:
     plan = PreflightPlan.read(run_dir)
-    result: dict = {"ok": False, "mask_check": None, "smoke": None}
+    result: dict = {"ok": False, "mask_check": None, "smoke": None,
+                    "sandbox": sandbox_report(plan.config.eval.sandbox)}
     if plan.config.model.is_tiny:
         ensure_tiny_model(plan.config)
     code, found = run_script([plan.check_script, "--check-only"])

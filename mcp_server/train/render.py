@@ -25,8 +25,10 @@ from .chat_templates import pack
 from .distributed import extra_dependencies, launch_plan
 
 HERE = Path(__file__).resolve().parent
-# standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, windows, speed
-EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/windows.py", "train/speed.py")
+# standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, windows, speed,
+# and the eval sandbox probe (--check-only, the preflight's job, reports what the job's machine offers)
+EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/windows.py", "train/speed.py",
+            "evals/kit/probe.py")
 TEMPLATE = "sft_train.py.j2"
 
 

@@ -1,1 +1,2 @@
-"""Self-contained evaluation kit: sandbox, problems, Inspect tasks, contamination guard."""
+"""Self-contained evaluation kit: sandbox (namespaces, confined), problems, verdicts, Inspect tasks,
+contamination guard."""

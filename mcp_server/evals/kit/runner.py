@@ -19,7 +19,7 @@ from .contamination import check_contamination, iter_training_texts
 from .errors import KitError
 from .offline import ensure_token_counting
 from .problems import load_problems, task_name
-from .sandbox import MODES, Limits, Sandbox
+from .sandbox import MODES, SAFE_MODES, Limits, Sandbox
 from .tasks import DOCKER, code_task
 
 SPEC_KEYS = (
@@ -157,6 +157,10 @@ def run_eval(spec: dict, progress=print) -> dict:
     contamination = _contamination(spec, problems, progress)
     allow = bool(spec.get("allow_contaminated"))
     box = None if mode == DOCKER else Sandbox(mode, workers=min(4, os.cpu_count() or 1), limits=limits).start()
+    if box is not None:
+        mode = box.mode  # "auto" resolved: the mode the results are labelled with
+        progress(f"[tunepack] sandbox: {mode}" + (" (auto)" if box.requested == "auto" else "") +
+                 ("" if box.isolated else " - NOT ISOLATED: generated code runs as this user"))
     rows: dict[str, dict[str, Any]] = {
         name: {"task": name, "metric": "pass@1", "n": len(p), "samples": samples, "scores": {}, "stderr": {},
                "status": {}, "logs": {}, "contamination": contamination.get(name)} for name, p in problems.items()}
@@ -172,7 +176,7 @@ def run_eval(spec: dict, progress=print) -> dict:
         if box is not None:
             box.close()
     return {
-        "tasks": list(rows.values()), "sandbox": mode, "isolated": mode == "namespaces" or mode == DOCKER,
+        "tasks": list(rows.values()), "sandbox": mode, "isolated": mode in SAFE_MODES or mode == DOCKER,
         "token_counting": counting, "allow_contaminated": allow, "models": spec["models"],
         "limit": spec.get("limit"), "ids": spec.get("ids") or [], "temperature": temperature,
         "duration_s": round(time.monotonic() - started, 2),

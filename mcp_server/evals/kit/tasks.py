@@ -5,13 +5,17 @@
     eval(task, model="hf/local", model_args={"model_path": ADAPTER_DIR, "device": "cpu"})
 
 One sample per problem (``epochs = samples``, scores reduced by mean, so the task's accuracy is the
-pass@1 estimate). The scorer extracts the first fenced code block of the answer, builds the
-program with ``problems.program_for`` and runs it in the ``Sandbox`` (or, in ``docker`` mode,
-in Inspect's own docker sandbox). The score's explanation carries the sandbox status (passed,
-failed, timeout, oom, killed) and the tail of the program's output.
+pass@1 estimate). The scorer extracts the first fenced code block of the answer, builds the trial
+with ``verdict.trial_for`` and runs it in the ``Sandbox`` (or, in ``docker`` mode, the same harness
+in Inspect's own docker sandbox); ``verdict.judge`` decides, outside the answer's process: exit 0
+is not enough (see verdict.py). The score's explanation carries the status (passed, failed,
+timeout, oom, killed), the reason and the tail of the program's output.
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -20,8 +24,9 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, score
 from inspect_ai.solver import TaskState, generate
 
 from .errors import KitError
-from .problems import Problem, program_for, user_prompt
+from .problems import Problem, user_prompt
 from .sandbox import Limits, Sandbox
+from .verdict import Verdict, judge, judge_stdout, new_nonce, trial_for
 
 DOCKER = "docker"
 
@@ -33,32 +38,42 @@ def _samples(problems: list[Problem]) -> MemoryDataset:
     ])
 
 
+HARNESS = Path(__file__).with_name("harness.py")
+
+
+async def _in_docker(trial, nonce: str, limits: Limits | None) -> tuple[Verdict, str]:
+    """docker: the same harness in Inspect's sandbox environment, the result line as the last line of stdout."""
+    from inspect_ai.util import sandbox as inspect_sandbox
+
+    lim = limits or Limits()
+    try:
+        res = await inspect_sandbox().exec(["python", "-c", HARNESS.read_text(encoding="utf-8")],
+                                           input=json.dumps({**trial.payload, "nonce": nonce}),
+                                           timeout=int(lim.timeout_s))
+    except TimeoutError:
+        return Verdict(False, "timeout", "the program was stopped (timeout)", trial.decided), ""
+    return judge_stdout(trial, nonce, res.returncode, res.stdout), res.stdout + res.stderr
+
+
 @scorer(metrics=[accuracy(), stderr()])
 def passes_tests(sandbox: Sandbox | None, limits: Limits | None = None):
-    """CORRECT when the answer's program exits 0 in the sandbox."""
+    """CORRECT when every test of the answer ran to its end and held, judged outside the answer's process."""
 
     async def score(state: TaskState, target: Target) -> Score:
         problem = Problem(**state.metadata["problem"])
-        program = program_for(problem, state.output.completion)
-        if sandbox is None:  # docker: Inspect's sandbox environment for this sample
-            from inspect_ai.util import sandbox as inspect_sandbox
-
-            lim = limits or Limits()
-            try:
-                res = await inspect_sandbox().exec(["python", "-c", program], timeout=int(lim.timeout_s))
-                status, output = ("passed" if res.success else "failed"), (res.stdout + res.stderr)
-            except TimeoutError:
-                status, output = "timeout", ""
+        trial, nonce = trial_for(problem, state.output.completion), new_nonce()
+        if sandbox is None:
+            verdict, output = await _in_docker(trial, nonce, limits)
         else:
             import anyio
 
-            result = await anyio.to_thread.run_sync(sandbox.run, program, limits)
-            status, output = result.status, result.output
+            result = await anyio.to_thread.run_sync(sandbox.run_trial, trial.payload, nonce, limits)
+            verdict, output = judge(trial, nonce, result), result.output
         return Score(
-            value=CORRECT if status == "passed" else INCORRECT,
-            answer=program[-2000:],
-            explanation=f"{status}: {output[-600:]}",
-            metadata={"status": status},
+            value=CORRECT if verdict.passed else INCORRECT,
+            answer=trial.payload["module"][-2000:],
+            explanation=f"{verdict.status}: {verdict.reason}\n{output[-600:]}",
+            metadata={"status": verdict.status, "reason": verdict.reason, "decided": verdict.decided},
         )
 
     return score

@@ -1,0 +1,403 @@
+"""Pass or fail, decided outside the answer's process wherever the tests allow.
+
+    verdict = score(box, problem, answer)            # run it in a started Sandbox and judge: Verdict(passed, ...)
+    trial = trial_for(problem, answer)               # what the sandbox runs (payload) + what only we keep (expect)
+    verdict = judge(trial, nonce, result)            # from the sandbox's ExecResult
+    verdict = judge_stdout(trial, nonce, code, out)  # docker mode: the result line is the last line of stdout
+
+Nothing inside the answer's own process can be trusted to say "passed", so:
+
+- **values** — a test line ``assert EXPR OP EXPECTED`` (MBPP's ``assert f(x) == y``, most HumanEval checks) is
+  split: the sandbox evaluates EXPR and sends its value back, encoded by exact type; the expected value is
+  evaluated here from the benchmark's literal and never enters the sandbox; the comparison happens here.
+  ``assert EXPR`` / ``assert not EXPR`` are judged here from EXPR's value. Where neither side is a literal the
+  line's comparison runs inside (``decided == "inside"``) on plain values only.
+- **proof** — tests that are not a list of asserts (loops, helper variables; 7 of HumanEval's 164) run inside,
+  and the only evidence is that they ran to their end: a fresh random nonce, never in the program text, sent
+  with the request and written by the harness after the last statement returned.
+
+Either way the run passes only with exit status 0 AND exactly one result line on the result channel, carrying
+this run's nonce, AND nothing after it. The answer sees the tests' function wrapped so it returns plain values
+(no object with a forged ``__eq__``), its tests run in their own namespace with a copy of the builtins, and
+an answer that replaces a module's callable, ``sys.modules`` entries or installs a trace hook fails.
+
+Residual: an answer that reads its own process memory (frames, ``gc``, ctypes) can find the nonce and write a
+result line itself. In the values form that line must also carry the expected values, which only the parent
+holds (MBPP shows its three test lines in the prompt, so an answer can hard-code those outputs — memorising,
+which the tests themselves cannot tell from solving). Rewards (GRPO) should call ``score`` / ``judge``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import operator
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .problems import Problem, extract_code
+
+if TYPE_CHECKING:
+    from .sandbox import ExecResult, Limits, Sandbox
+
+SAFE_CALLS: dict[str, Any] = {
+    "set": set, "frozenset": frozenset, "tuple": tuple, "list": list, "dict": dict, "float": float, "int": int,
+    "str": str, "bool": bool, "complex": complex, "sorted": sorted, "abs": abs,
+}
+BIN_OPS: dict[type, Any] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+UNARY_OPS: dict[type, Any] = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_,
+                              ast.Invert: operator.invert}
+COMPARE = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.In: "in",
+           ast.NotIn: "not_in", ast.Is: "is", ast.IsNot: "is_not"}
+APPLY = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le, "gt": operator.gt,
+         "ge": operator.ge, "in": lambda a, b: a in b, "not_in": lambda a, b: a not in b,
+         "is": operator.is_, "is_not": operator.is_not}
+MAX_LITERAL = 100_000
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One test line's check, kept by the parent: ``value OP expected`` (or ``expected OP value`` when
+    ``swapped``), or the value's truthiness; ``inside``: the comparison itself ran in the sandbox."""
+
+    op: str  # a COMPARE name, "truthy" or "falsy"
+    expected: Any = None
+    swapped: bool = False
+    inside: bool = False
+
+
+@dataclass(frozen=True)
+class Trial:
+    problem_id: str
+    payload: dict  # sent to the sandbox: module, namespace, trusted, entry_point, probes, tests
+    expect: tuple[Expectation, ...]  # kept here, one per probe
+
+    @property
+    def decided(self) -> str:
+        if self.payload["tests"]:
+            return "proof"
+        return "inside" if any(e.inside for e in self.expect) else "values"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    passed: bool
+    status: str  # passed | failed | timeout | oom | killed
+    reason: str
+    decided: str  # values | inside | proof
+
+
+def literal(node: ast.AST) -> Any:
+    """The value of a benchmark's literal expression (numbers, strings, containers, a few pure built-ins);
+    ValueError for anything that would need the answer's names (or cannot be evaluated here)."""
+    try:
+        value = _literal(node)
+    except (TypeError, ArithmeticError, RecursionError) as exc:
+        raise ValueError(str(exc)) from exc
+    if isinstance(value, (str, bytes, list, tuple, set, frozenset, dict)) and len(value) > MAX_LITERAL:
+        raise ValueError("too large")
+    return value
+
+
+def _literal(node: ast.AST) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        if any(isinstance(e, ast.Starred) for e in node.elts):
+            raise ValueError("starred")
+        items = [literal(e) for e in node.elts]
+        return tuple(items) if isinstance(node, ast.Tuple) else items if isinstance(node, ast.List) else set(items)
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("dict unpacking")
+        return {literal(k): literal(v) for k, v in zip(node.keys, node.values, strict=True)}  # type: ignore[arg-type]
+    if isinstance(node, ast.UnaryOp) and type(node.op) in UNARY_OPS:
+        return UNARY_OPS[type(node.op)](literal(node.operand))
+    if isinstance(node, ast.BinOp) and type(node.op) in BIN_OPS:
+        left, right = literal(node.left), literal(node.right)
+        if isinstance(node.op, ast.Pow) and (not isinstance(right, (int, float)) or abs(right) > 256):
+            raise ValueError("large power")
+        if isinstance(node.op, ast.Mult) and isinstance(right, int) and abs(right) > MAX_LITERAL:
+            raise ValueError("large repeat")
+        return BIN_OPS[type(node.op)](left, right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in SAFE_CALLS \
+            and not node.keywords and not any(isinstance(a, ast.Starred) for a in node.args):
+        return SAFE_CALLS[node.func.id](*[literal(a) for a in node.args])
+    raise ValueError(type(node).__name__)
+
+
+def _split_assert(node: ast.Assert) -> tuple[str, Expectation]:
+    """(the expression the sandbox evaluates, what the parent checks its value against)."""
+    test = node.test
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in COMPARE:
+        op, right = COMPARE[type(test.ops[0])], test.comparators[0]
+        for probe, side, swapped in ((test.left, right, False), (right, test.left, True)):
+            try:
+                expected = literal(side)
+            except ValueError:
+                continue
+            if op in ("is", "is_not") and not any(expected is s for s in (None, True, False)):
+                break  # identity of anything but a singleton cannot be judged from a copy
+            return ast.unparse(probe), Expectation(op, expected, swapped)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return ast.unparse(test.operand), Expectation("falsy", inside=not _answer_call(test.operand))
+    return ast.unparse(test), Expectation("truthy", inside=not _answer_call(test))
+
+
+def _answer_call(expr: ast.expr) -> bool:
+    """A direct call of one of the answer's functions (``f(x)``) or a constant: its value's truthiness is judged
+    here; for anything else (``math.isclose(f(x), y)``, ``a == f(x)``) the truth of the line was computed inside."""
+    if isinstance(expr, ast.Constant):  # assert True, "...": nothing to compute
+        return True
+    return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and not hasattr(builtins, expr.func.id)
+
+
+class _Rename(ast.NodeTransformer):
+    def __init__(self, old: str, new: str):
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: ast.Name) -> ast.Name:
+        return ast.Name(self.new, node.ctx) if node.id == self.old else node
+
+
+def _is_doc(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+
+
+def _split_lines(body: list[ast.stmt]) -> tuple[list[str], list[Expectation], list[str]] | None:
+    """Probes + expectations + imports for a body of asserts; None when any other statement is there."""
+    probes, expect, imports = [], [], []
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            imports.append(ast.unparse(stmt))
+        elif isinstance(stmt, ast.Assert):
+            probe, exp = _split_assert(stmt)
+            probes.append(probe)
+            expect.append(exp)
+        elif not _is_doc(stmt):
+            return None
+    return probes, expect, imports
+
+
+def _split_check(tests: str, entry: str | None) -> tuple[list[str], list[Expectation], list[str]] | None:
+    """HumanEval's ``def check(candidate): assert ...`` + ``check(entry)``, split into probes on ``entry``."""
+    try:
+        tree = ast.parse(tests)
+    except SyntaxError:
+        return None
+    checks = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"]
+    if not entry or len(checks) != 1 or len(checks[0].args.args) != 1:
+        return None
+    check, imports = checks[0], []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            imports.append(ast.unparse(stmt))
+        elif stmt is check or _is_doc(stmt) or _is_metadata(stmt) or _is_call_of_check(stmt, entry):
+            continue
+        else:
+            return None
+    renamed = _Rename(check.args.args[0].arg, entry).visit(ast.Module(body=check.body, type_ignores=[]))
+    split = _split_lines(renamed.body)
+    return None if split is None else (split[0], split[1], imports + split[2])
+
+
+def _is_metadata(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) and t.id == "METADATA" for t in stmt.targets)
+
+
+def _is_call_of_check(stmt: ast.stmt, entry: str) -> bool:
+    return isinstance(stmt, ast.Expr) and ast.unparse(stmt) == f"check({entry})"
+
+
+def _split_mbpp(tests: str) -> tuple[list[str], list[Expectation], list[str]] | None:
+    try:
+        return _split_lines(ast.parse(tests).body)
+    except SyntaxError:
+        return None
+
+
+def trial_for(problem: Problem, answer: str) -> Trial:
+    """The answer as a trial: HumanEval runs the prompt + answer as the module and re-runs the prompt's helpers
+    for the tests; MBPP and JSONL problems run the answer, then their setup in a copy of its names."""
+    code = extract_code(answer)
+    if problem.benchmark == "humaneval":
+        entry = problem.entry_point
+        has_def = bool(entry) and any(isinstance(n, ast.FunctionDef) and n.name == entry for n in _top_level(code))
+        module = problem.text + "\n    pass\n\n" + code if has_def else problem.text + code
+        trusted, namespace = problem.text + "\n    pass\n", "fresh"
+        split = _split_check(problem.tests, entry)
+    else:
+        module, trusted, namespace = code, problem.setup.replace("\r\n", "\n"), "shared"
+        split = _split_mbpp(problem.tests)
+    payload: dict[str, Any] = {"module": module, "namespace": namespace, "trusted": trusted,
+                               "entry_point": problem.entry_point, "probes": [], "tests": problem.tests}
+    expect: tuple[Expectation, ...] = ()
+    if split is not None:
+        probes, found, imports = split
+        payload.update(probes=probes, tests="", trusted="\n".join([*imports, trusted]))
+        expect = tuple(found)
+    return Trial(problem.id, payload, expect)
+
+
+def _top_level(code: str) -> list[ast.stmt]:
+    try:
+        return ast.parse(code).body
+    except SyntaxError:  # a body-only completion, or broken code: the module will say so
+        return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Judging
+# ---------------------------------------------------------------------------------------------
+
+class Opaque:
+    """A value the sandbox could only name (an object of the answer's own type): equal to nothing."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<{self.name} object>"
+
+
+def decode(data: Any, depth: int = 0) -> Any:
+    """The value back from ``harness.encode``'s form; ValueError for anything malformed."""
+    if depth > 80 or not isinstance(data, list) or not data or not isinstance(data[0], str):
+        raise ValueError("malformed value")
+    tag, rest = data[0], data[1:]
+    scalar = {"N": lambda: None, "b": lambda: _typed(rest[0], bool), "i": lambda: int(_typed(rest[0], str), 16),
+              "f": lambda: float.fromhex(_typed(rest[0], str)), "s": lambda: _typed(rest[0], str),
+              "y": lambda: bytes.fromhex(_typed(rest[0], str)), "?": lambda: Opaque(str(rest[0])[:80]),
+              "c": lambda: complex(float.fromhex(_typed(rest[0], str)), float.fromhex(_typed(rest[1], str)))}
+    if tag in scalar:
+        return scalar[tag]()
+    items = _typed(rest[0], list)
+    if tag == "d":
+        return {decode(_typed(k, list)[0], depth + 1): decode(_typed(k, list)[1], depth + 1) for k in items}
+    kinds = {"l": list, "t": tuple, "S": set, "F": frozenset}
+    if tag not in kinds:
+        raise ValueError(f"unknown value tag {tag!r}")
+    return kinds[tag](decode(x, depth + 1) for x in items)
+
+
+def _typed(value: Any, kind: type) -> Any:
+    if type(value) is not kind:
+        raise ValueError("malformed value")
+    return value
+
+
+def _opaque_in(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, Opaque):
+        return True
+    if depth > 80:
+        return False
+    if isinstance(value, dict):
+        return any(_opaque_in(k, depth + 1) or _opaque_in(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(_opaque_in(x, depth + 1) for x in value)
+    return False
+
+
+def holds(exp: Expectation, value: Any) -> bool:
+    """Does the value the sandbox computed meet the expectation (False for anything only named)?"""
+    if _opaque_in(value):
+        return False
+    try:
+        if exp.op == "truthy":
+            return bool(value)
+        if exp.op == "falsy":
+            return not value
+        left, right = (exp.expected, value) if exp.swapped else (value, exp.expected)
+        return bool(APPLY[exp.op](left, right))
+    except Exception:  # noqa: BLE001 - a comparison that raises fails, as the assert would
+        return False
+
+
+def _fail(reason: str, trial: Trial, status: str = "failed") -> Verdict:
+    return Verdict(False, status, reason, trial.decided)
+
+
+def _result_line(channel: str, nonce: str) -> dict | str:
+    """The parsed result, or why the channel does not hold exactly one line with this run's nonce."""
+    if not channel:
+        return "no result line: the tests did not run to their end (the process exited or was ended early)"
+    if not channel.endswith("\n") or channel.count("\n") != 1:
+        return "the result channel holds more than the one result line (forged or extra output)"
+    head, _, body = channel[:-1].partition(" ")
+    if not secrets.compare_digest(head.encode(), nonce.encode()):
+        return "the result line does not carry this run's nonce (forged)"
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return "the result line is not valid JSON"
+    if not isinstance(data, dict):
+        return "the result line is not a result"
+    return data
+
+
+def judge_channel(trial: Trial, nonce: str, exit_code: int | None, channel: str) -> Verdict:
+    data = _result_line(channel, nonce)
+    if isinstance(data, str):
+        return _fail(data, trial)
+    if data.get("error"):
+        return _fail(str(data["error"])[:300], trial)
+    values = data.get("probes")
+    if not isinstance(values, list) or len(values) > len(trial.expect):
+        return _fail("the result line does not match the tests", trial)
+    for i, (raw, exp) in enumerate(zip(values, trial.expect, strict=False), 1):
+        if isinstance(raw, dict):
+            return _fail(f"test line {i} raised {str(raw.get('raised'))[:200]}", trial)
+        try:
+            value = decode(raw)
+        except (ValueError, TypeError, IndexError, OverflowError, RecursionError):
+            return _fail(f"test line {i}: malformed value", trial)
+        if not holds(exp, value):
+            return _fail(f"test line {i}: got {_short(value)}", trial)
+    if len(values) < len(trial.expect):
+        return _fail(f"only {len(values)} of {len(trial.expect)} test lines ran", trial)
+    if trial.payload["tests"] and data.get("tests") != "ok":
+        return _fail(f"the tests raised {str(data.get('tests'))[:200]}", trial)
+    if exit_code != 0:
+        return _fail(f"exit status {exit_code} after the tests", trial)
+    return Verdict(True, "passed", "every test ran to its end and held", trial.decided)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def judge(trial: Trial, nonce: str, result: ExecResult) -> Verdict:
+    """The verdict of a sandbox run (``Sandbox.run_trial``)."""
+    if result.status in ("timeout", "oom", "killed"):
+        return _fail(f"the program was stopped ({result.status})", trial, result.status)
+    if result.channel_truncated:
+        return _fail("the result line is larger than the result channel allows", trial)
+    return judge_channel(trial, nonce, result.exit_code, result.channel)
+
+
+def judge_stdout(trial: Trial, nonce: str, exit_code: int | None, stdout: str) -> Verdict:
+    """The verdict when the result line is the last line of stdout (docker mode): it must be the last line, and
+    the only one carrying the nonce."""
+    if not stdout.endswith("\n"):
+        return _fail("no result line at the end of the output", trial)
+    lines = stdout[:-1].split("\n")
+    if sum(line.startswith(nonce) for line in lines) != 1:
+        return _fail("the nonce appears on more than one line, or on none", trial)
+    return judge_channel(trial, nonce, exit_code, lines[-1] + "\n")
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def score(box: Sandbox, problem: Problem, answer: str, limits: Limits | None = None) -> Verdict:
+    """Run ``answer`` against ``problem``'s tests in ``box`` and judge it: what evals and rewards both call."""
+    trial = trial_for(problem, answer)
+    nonce = new_nonce()
+    return judge(trial, nonce, box.run_trial(trial.payload, nonce, limits))
