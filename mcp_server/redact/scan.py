@@ -44,8 +44,8 @@ def _trie(parts: dict[str, list[str]]) -> str:
             node = node.setdefault(char, {})
         node[""] = {}
 
-    def emit(node: dict, part: str) -> str:
-        branches = [re.escape(c) + emit(child, part + c) for c, child in sorted(node.items()) if c]
+    def pattern_of(node: dict, part: str) -> str:
+        branches = [re.escape(c) + pattern_of(child, part + c) for c, child in sorted(node.items()) if c]
         leaf = None
         if "" in node:
             behind = [a for a in parts[part] if len(a) > len(part)]
@@ -56,7 +56,7 @@ def _trie(parts: dict[str, list[str]]) -> str:
             return alternatives[0]
         return "(?:" + "|".join(alternatives) + ")"
 
-    return emit(root, "")
+    return pattern_of(root, "")
 
 
 ANCHORS = sorted({a for rule in shapes.RULES for a in rule.anchors} | {a for p in library.PLUGINS for a in p.anchors}
