@@ -4,7 +4,6 @@ the families that must be refused, and short real training runs whose loss falls
 
 from __future__ import annotations
 
-import json
 
 import pytest
 import torch
@@ -219,25 +218,5 @@ def test_the_tutorial_config_parses_and_its_cpu_twin_loads(tmp_path):
         parse_config({**twin, "chat_template": "tunepack:gemma5"})
 
 
-@pytest.mark.slow
-def test_the_pipeline_on_the_gemma4_replica_trains_registers_and_evaluates_the_adapter(tmp_path, short_data):
-    """The tutorial's chain on CPU: tiny:gemma4 → mask check → packed LoRA → registry → Inspect eval of base and
-    base + adapter (the adapter loads back onto Gemma4ForConditionalGeneration)."""
-    import yaml
-
-    from mcp_server.pipeline import run_pipeline
-
-    config = tmp_path / "gemma4.yaml"
-    config.write_text(yaml.safe_dump({
-        "model": {"name": "tiny:gemma4"}, "data": {"path": str(short_data)}, "chat_template": "model",
-        "training": {"max_steps": 12, "max_length": 128, "packing": True, "learning_rate": 1e-2, "logging_steps": 4,
-                     "gradient_checkpointing": False},
-        "tracking": {"project": "gemma4-pipeline"}, "output": {"name": "tiny-gemma4-sft"},
-        "eval": {"tasks": ["humaneval"], "limit": 1, "max_tokens": 16}}))
-    result = run_pipeline(config)
-    assert result.last_loss < result.first_loss and result.registry_name == "tiny-gemma4-sft"
-    manifest = json.loads((Path(result.adapter_path) / "tunepack_manifest.json").read_text())
-    assert manifest["model_class"] == "Gemma4ForConditionalGeneration"
-    assert manifest["lora_targets"]["outside_language_model"] == 0
-    (row,) = result.eval["tasks"]
-    assert row["status"] == {"base": "scored", "adapter": "scored"} and row["n"] == 1
+# The Gemma 4 chain through the whole pipeline (mask check → LoRA on the language model only → registry → Inspect
+# eval of base and base + adapter) is the tutorial's CPU twin: tests/test_tutorial.py, one adapter for the family.

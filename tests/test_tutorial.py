@@ -47,6 +47,7 @@ def test_the_cpu_twin_trains_tracks_registers_and_evaluates(tmp_path):
     result = run_pipeline(cpu_twin(sessions, project, tmp_path))
     manifest = json.loads((Path(result.adapter_path) / "tunepack_manifest.json").read_text())
     assert manifest["model_class"] == "Gemma4ForConditionalGeneration"
+    assert manifest["lora_targets"]["outside_language_model"] == 0  # the towers stay untouched
     assert manifest["chat_template"].startswith("model → tunepack:gemma4_v5")
     windows = manifest["mask_check"]["windows"]  # 192 tokens: each session becomes windows, every turn trained once
     assert windows["windowed"] == windows["conversations"] and windows["turns_dropped"] == {}
@@ -109,9 +110,11 @@ def test_the_contract_in_miniature_through_the_mcp_client(hub, tmp_path):
     assert traces["rows_scanned"] == 12 and traces["tool_calls"]["read"]["calls"] == 12
     assert traces["calls_without_result"] == 0 and traces["rows_without_assistant"] == []
     assert out["preflight"]["ok"] and out["smoke"]["job"]["stage"] == "COMPLETED"
-    assert out["plan"]["total_runs"] == 4 and out["plan"]["canary"]["run"]
+    assert {c["name"] for c in out["preflight"]["checks"]} >= {"config", "data", "model", "cost"}
+    assert out["smoke"]["outcome"]["mask_check"]["status"] == "pass" and out["smoke"]["outcome"]["smoke"]["steps"]
+    assert out["plan"]["total_runs"] == 2 and out["plan"]["canary"]["run"]
     assert out["submitted"]["status"] == "submitted"
-    assert out["status"]["status"] == "done" and out["status"]["counts"].get("completed") == 4, out["status"]["counts"]
+    assert out["status"]["status"] == "done" and out["status"]["counts"].get("completed") == 2, out["status"]["counts"]
     best = out["selection"]["best"]
     assert best["rank"] == 1 and best["registry_name"] and out["selection"]["recorded"]
     assert out["eval_done"]["job"]["stage"] == "COMPLETED"
@@ -128,4 +131,4 @@ def test_the_contract_in_miniature_through_the_mcp_client(hub, tmp_path):
     write_results_section(readme, out["report"]["markdown"], out["results"]["table"], push["url"])  # replaces
     text = readme.read_text()
     assert text.count("## Fine-tuning results") == 1 and "| humaneval | pass@1 | 3 |" in text
-    assert all(f"| {r} " in text or r in text for r in ("r01", "r02", "r03", "r04"))
+    assert all(f"| {r} " in text or r in text for r in ("r01", "r02"))

@@ -69,10 +69,11 @@ def cpu_twin(sessions: Path, project: str, folder: Path) -> Path:
 
 
 def cpu_sweep(config: Path, folder: Path) -> Path:
-    """examples/gemma4-pi-sweep.yaml on CPU: the twin as base, a 2×2 grid, local, no budget needed."""
+    """examples/gemma4-pi-sweep.yaml on CPU: the twin as base, local, no budget needed; its lr × rank grid cut to
+    2 × 1 (two runs show the canary gate, the ranking and the pick; CI's time budget pays for no more)."""
     raw = yaml.safe_load((REPO / "examples" / "gemma4-pi-sweep.yaml").read_text())
     spec = {**{k: v for k, v in raw.items() if k not in ("backend", "flavor", "timeout_s", "budget_usd")},
-            "base": str(config), "grid": {"training.learning_rate": [0.003, 0.01], "lora.r": [4, 8]},
+            "base": str(config), "grid": {"training.learning_rate": [0.003, 0.01], "lora.r": [8]},
             "set": {"eval.tasks": [], "training.max_steps": 8}, "max_concurrent": 2, "canary": {"steps": 2}}
     path = folder / "gemma4-pi-sweep.cpu.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
