@@ -208,7 +208,7 @@ def usable_path(value: str | os.PathLike, what: str = "path") -> Path:
 
 
 # Errors defined next to the code that raises them, re-exported here so this module lists them all:
-# ViewerError carries the Viewer's error codes; the other three belong to code that runs inside job scripts
+# ViewerError carries the Viewer's error codes; the others belong to code that runs inside job scripts
 # without the rest of the package (the mask check, the template choice, the eval kit), so they are plain
 # Exceptions there and reach the agent as a job's TUNEPACK_ERROR marker.
 _ELSEWHERE = {
@@ -216,6 +216,9 @@ _ELSEWHERE = {
     "MaskCheckError": "mcp_server.train.maskcheck",
     "TemplateChoiceError": "mcp_server.train.chat_templates",
     "KitError": "mcp_server.evals.kit.errors",
+    "HeldoutError": "mcp_server.evals.kit.heldout",  # the held-out split, embedded in training and eval scripts
+    "ShapingError": "mcp_server.evals.kit.shaping",  # row shaping, embedded likewise
+    "ResponseParsingError": "mcp_server.train.response_parsing",  # TRL's tool loop: no tunepack parser for a template
 }
 
 

@@ -53,3 +53,11 @@ def embedded_source(*modules: str) -> str:
     verbatim: joined, without their ``from __future__`` lines (the script has its own)."""
     return "\n\n".join("".join(line for line in (PACKAGE / m).read_text(encoding="utf-8").splitlines(keepends=True)
                                 if not line.startswith("from __future__")) for m in modules)
+
+
+def training_pins() -> list[str]:
+    """The exact packages a rendered training script runs with (mcp_server/train/pins.yaml); eval scripts add
+    theirs (mcp_server/evals/pins.yaml)."""
+    import yaml
+
+    return list(yaml.safe_load((PACKAGE / "train" / "pins.yaml").read_text(encoding="utf-8")))

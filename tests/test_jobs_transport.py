@@ -22,7 +22,9 @@ from mcp_server.config.schema import EvalSection
 from mcp_server.errors import JobError
 from mcp_server.evals.render import build_spec, render_eval_script
 from mcp_server.jobs import JobSpec, get_backend
-from mcp_server.jobs.transport import ARG_LIMIT, TOTAL_LIMIT, check_limits, inline_command, measure
+from mcp_server.jobs.transport import (
+    ARG_LIMIT, TOTAL_LIMIT, check_limits, inline_command, measure, script_from_command,
+)
 from mcp_server.resources import chat_templates
 from mcp_server.train.render import render_script
 
@@ -114,12 +116,23 @@ def test_the_largest_training_eval_and_preflight_scripts_fit(tmp_path, fake_uv):
 
 
 def test_an_argument_over_64_kib_is_refused_with_the_sizes_and_the_fix():
-    noise = secrets.token_hex(60_000)  # incompressible: 120 KB of hex packs to ~80 KB
-    command = inline_command(f"# {noise}\n", [])
+    noise = secrets.token_hex(40_000)  # incompressible: the script's chunks are fine, this argument is not
+    command = inline_command("# job\n", ["--note", noise + noise])
     with pytest.raises(JobError) as refused:
-        check_limits(command, {}, script_bytes=len(noise) + 3)
+        check_limits(command, {}, script_bytes=8)
     assert f"{measure(command, {}).largest_argument_bytes:,} bytes" in refused.value.problem
     assert "65,536" in refused.value.problem and "shorten" in refused.value.fix
+
+
+def test_a_script_that_packs_over_64_kib_travels_in_chunks(tmp_path, fake_uv):
+    noise = secrets.token_hex(60_000)  # incompressible: 120 KB of hex packs to ~80 KB, over one argument's limit
+    text = f"# {noise}\n"
+    command = inline_command(text, ["--output-dir", "/tmp/o"])
+    size = check_limits(command, {}, script_bytes=len(text))
+    assert len(command) == 6 and size.largest_argument_bytes < ARG_LIMIT  # two chunks after $0
+    assert script_from_command(command) == text
+    done = run_in_private_tmp(command, fake_uv)
+    assert done.returncode == 0 and done.stdout.split()[0] == hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_argv_and_environment_over_256_kib_are_refused():
@@ -131,7 +144,7 @@ def test_argv_and_environment_over_256_kib_are_refused():
 
 def test_the_hf_backend_refuses_before_anything_is_sent(hub, tmp_path):
     script = tmp_path / "big.py"
-    script.write_text(f"# {secrets.token_hex(60_000)}\nprint('never runs')\n")
-    with pytest.raises(JobError, match="tunepack refuses any argument over 65,536 bytes"):
+    script.write_text(f"# {secrets.token_hex(200_000)}\nprint('never runs')\n")  # packs to ~270 KB: over ARG_MAX/2
+    with pytest.raises(JobError, match="tunepack refuses over 262,144 bytes"):
         get_backend("hf").submit(JobSpec(script=str(script), timeout_s=600))
     assert not hub.requests("POST", r"/api/jobs/.*")

@@ -250,8 +250,11 @@ def _resolve_chat_template(tmpl: str, base: Path) -> str:
 
 
 def _resolve_eval(cfg: TrainConfig, base: Path) -> None:
-    cfg.eval.tasks = [t if t in ("humaneval", "mbpp") else str(_existing(_absolute(t, base), f"eval.tasks '{t}'"))
+    cfg.eval.tasks = [str(_existing(_absolute(t, base), f"eval.tasks '{t}'")) if t.endswith(".jsonl") else t
                       for t in cfg.eval.tasks]
+    if cfg.eval.bfcl_source:
+        found = _absolute(cfg.eval.bfcl_source, base)
+        cfg.eval.bfcl_source = str(found if found.is_dir() else _existing(found, "eval.bfcl_source"))
     if cfg.eval.mbpp_source != "hub":
         source = cfg.eval.mbpp_source
         cfg.eval.mbpp_source = str(_existing(_absolute(source, base), f"eval.mbpp_source '{source}'"))

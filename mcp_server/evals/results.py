@@ -17,6 +17,13 @@ DATASETS = {
     "humaneval": ("openai_humaneval", "HumanEval"),
     "mbpp": ("google-research-datasets/mbpp", "MBPP"),
 }
+BFCL_DATASET = "gorilla-llm/Berkeley-Function-Calling-Leaderboard"
+NEXT_ACTION = "next-action"
+
+
+def _interval(row: dict, label: str) -> str:
+    metric = ((row.get("metrics") or {}).get(label) or {}).get(row.get("metric") or "")
+    return f" [{metric['low']:.2f}, {metric['high']:.2f}]" if metric and metric.get("score") is not None else ""
 
 
 def _score(row: dict, label: str) -> str:
@@ -26,7 +33,7 @@ def _score(row: dict, label: str) -> str:
         return "withheld (contaminated)"
     if value is None:
         return "—"
-    text = f"{value:.3f}"
+    text = f"{value:.3f}" + _interval(row, label)
     if status == "contaminated":
         text += " ⚠ contaminated"
     return text
@@ -45,14 +52,21 @@ def results_markdown(results: dict) -> str:
         "|---|---|---|---|---|---|",
     ]
     for row in results["tasks"]:
+        if row["task"] == NEXT_ACTION:
+            continue
         n = f"{row['n']}" + (f" × {row['samples']}" if row.get("samples", 1) > 1 else "")
         lines.append(f"| {row['task']} | {row['metric']} | {n} | {_score(row, 'base')} | {_score(row, 'adapter')} | "
                      f"{_contamination(row)} |")
-    notes = [
-        f"Sandbox: `{results['sandbox']}`" + ("" if results.get("isolated") else
-                                             " — **unsafe-host: generated code ran without isolation**"),
-        f"decoding: {'greedy' if not results.get('temperature') else 'temperature ' + str(results['temperature'])}",
-    ]
+    if len(lines) == 2:
+        lines = []
+    lines += next_action_markdown(results)
+    notes = [f"Sandbox: `{results['sandbox']}`" + ("" if results.get("isolated") else
+                                                  " — **unsafe-host: generated code ran without isolation**")
+             ] if results.get("sandbox") else []
+    notes.append(f"decoding: {'greedy' if not results.get('temperature') else 'temperature ' + str(results['temperature'])}")
+    parsers = sorted({m.get("parser") for m in (results.get("loaded") or {}).values() if m.get("parser")})
+    if parsers:
+        notes.append(f"tool calls read with tunepack's {', '.join(parsers)} parser")
     if results.get("limit"):
         notes.append(f"limited to the first {results['limit']} problems of each task (a smoke run, not a full score)")
     if results.get("ids"):
@@ -70,12 +84,57 @@ def results_markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cell(metric: dict | None) -> str:
+    if not metric or metric.get("score") is None:
+        return "—"
+    return f"{metric['score']:.3f} [{metric['low']:.2f}, {metric['high']:.2f}]"
+
+
+def next_action_markdown(results: dict) -> list[str]:
+    """The next-action table: each metric with n, the most-frequent-tool baseline, base and adapter (95 % CI)."""
+    row = next((r for r in results["tasks"] if r["task"] == NEXT_ACTION), None)
+    if row is None:
+        return []
+    base = (row.get("metrics") or {}).get("base") or {}
+    adapter = (row.get("metrics") or {}).get("adapter") or {}
+    floor = (row.get("baseline") or {}).get("metrics") or {}
+    held = row.get("heldout") or {}
+    lines = ["", f"Next action on {held.get('turns', row['n'])} assistant turns of {held.get('groups', '?')} held-out "
+             f"sessions (baseline: always call `{(row.get('baseline') or {}).get('tool')}`; 95 % intervals):", "",
+             "| Metric | n | Most-frequent-tool baseline | Base model | Base + adapter |", "|---|---|---|---|---|"]
+    for name, ref in (adapter or base or floor).items():
+        withheld = (row.get("status") or {}).get("adapter") == "withheld"
+        lines.append(f"| {name} | {ref['n']} | {_cell(floor.get(name))} | {_cell(base.get(name))} | "
+                     f"{'withheld' if withheld else _cell(adapter.get(name))} |")
+    return lines
+
+
+def _tool_index(row: dict, value: float, limited: bool) -> list[EvalResult]:
+    if row["task"] == NEXT_ACTION:
+        metrics = (row.get("metrics") or {}).get("adapter") or {}
+        return [EvalResult(task_type="text-generation", dataset_type="held-out-sessions",
+                           dataset_name="Next action (held-out sessions)", dataset_split="heldout",
+                           metric_type=name, metric_value=round(float(m["score"]), 4),
+                           metric_name=f"next-action {name} (n={m['n']})")
+                for name, m in metrics.items() if m.get("score") is not None]
+    category = row["task"][5:]
+    return [EvalResult(task_type="text-generation", dataset_type=BFCL_DATASET, dataset_name=f"BFCL {category}",
+                       dataset_split="test", metric_type="accuracy", metric_value=round(float(value), 4),
+                       metric_name=f"accuracy (n={row['n']}{', limited' if limited else ''})")]
+
+
 def model_index(results: dict) -> list[EvalResult]:
-    """Only clean, sandboxed adapter scores go into model-index (what the Hub shows and ranks)."""
+    """Only clean adapter scores go into model-index (what the Hub shows and ranks); code scores only sandboxed."""
     out = []
+    limited = bool(results.get("limit") or results.get("ids"))
     for row in results["tasks"]:
         value = row.get("scores", {}).get("adapter")
-        if value is None or row.get("status", {}).get("adapter") != "scored" or not results.get("isolated"):
+        if value is None or row.get("status", {}).get("adapter") != "scored":
+            continue
+        if row["task"] == NEXT_ACTION or row["task"].startswith("bfcl:"):
+            out += _tool_index(row, value, limited)
+            continue
+        if not results.get("isolated"):
             continue
         dtype, dname = DATASETS.get(row["task"], (row["task"], row["task"]))
         out.append(EvalResult(

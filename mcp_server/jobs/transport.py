@@ -7,7 +7,8 @@ makes it ~151 KB: over the limit. So the script travels xz-compressed (Python's 
 extreme) and base64-encoded inside one ``bash -c`` line, which decodes it with the image's own
 ``python3`` into ``/tmp/tunepack_job.py`` and ``exec``s ``uv run`` on it — about 42 % of the script's
 size, self-contained (no upload, no extra Hub round trip, the same for training, eval and preflight
-jobs).
+jobs). The packed blob travels as positional arguments of that line, in chunks of at most 60 KiB (an
+eval script with the code and the tool-use kits packs to ~100 KB): ``printf %s "$1" "$2" …`` joins them.
 
 Before any submit, ``check_limits`` measures the command and the environment (env + secrets: a job's
 secrets are environment variables inside the container) and refuses, with the sizes and the fix, an
@@ -30,7 +31,9 @@ SCRIPT_IN_JOB = "/tmp/tunepack_job.py"
 ARG_LIMIT = 64 * 1024  # bytes in any one argument (the kernel's own limit is 128 KiB)
 TOTAL_LIMIT = 256 * 1024  # bytes in argv + environment together
 DECODE = "import base64,lzma,sys;sys.stdout.buffer.write(lzma.decompress(base64.b64decode(sys.stdin.read())))"
-_BLOB = re.compile(r"printf %s ([A-Za-z0-9+/=]+) \| python3")
+_BLOB = re.compile(r"printf %s ([A-Za-z0-9+/=]+) \| python3")  # commands built before the blob was chunked
+CHUNK = 60 * 1024  # bytes of the packed blob per argument
+ARGV0 = "tunepack-job"  # $0 of the bash line; the chunks follow it
 
 
 def pack(script_text: str) -> str:
@@ -40,19 +43,27 @@ def pack(script_text: str) -> str:
 
 
 def inline_command(script_text: str, args: list[str]) -> list[str]:
-    """``bash -c`` that decodes the packed script to a file and runs it with ``uv run`` and ``args``."""
+    """``bash -c`` that joins the packed script's chunks (its positional arguments), decodes them to a file and
+    runs it with ``uv run`` and ``args``."""
+    blob = pack(script_text)
+    chunks = [blob[i:i + CHUNK] for i in range(0, len(blob), CHUNK)]
+    refs = " ".join(f'"${{{i + 1}}}"' for i in range(len(chunks)))
     quoted = " ".join(shlex.quote(a) for a in args)
-    run = (f"printf %s {pack(script_text)} | python3 -c {shlex.quote(DECODE)} > {SCRIPT_IN_JOB} "
+    run = (f"printf %s {refs} | python3 -c {shlex.quote(DECODE)} > {SCRIPT_IN_JOB} "
            f"&& exec uv run {SCRIPT_IN_JOB} {quoted}").rstrip()
-    return ["bash", "-c", run]
+    return ["bash", "-c", run, ARGV0, *chunks]
 
 
 def script_from_command(command: list[str]) -> str:
     """The script a command built by ``inline_command`` carries ('' when it carries none): for audits and tests."""
-    found = _BLOB.search(" ".join(command))
-    if not found:
-        return ""
-    return lzma.decompress(base64.b64decode(found.group(1))).decode("utf-8")
+    if len(command) > 4 and command[:2] == ["bash", "-c"] and command[3] == ARGV0:
+        blob = "".join(command[4:])
+    else:
+        found = _BLOB.search(" ".join(command))
+        if not found:
+            return ""
+        blob = found.group(1)
+    return lzma.decompress(base64.b64decode(blob)).decode("utf-8")
 
 
 class CommandSize(BaseModel):

@@ -41,20 +41,14 @@ def metric_value(records: list[dict], name: str, direction: str, reduce: str = "
 
 
 def eval_value(summary: dict | None, name: str) -> float | None:
-    """``eval/<task>/<metric>`` (e.g. eval/humaneval/pass@1): the adapter's score in an eval summary."""
+    """``eval/<task>/<metric>`` (eval/humaneval/pass@1, eval/next_action/tool_name, eval/bfcl/simple_python): the
+    adapter's score in an eval summary; None when withheld, contaminated or absent."""
+    from ..evals.kit.scorenames import scores_by_name
+
     if not summary or summary.get("error"):
         return None
-    parts = name.split("/")
-    if len(parts) < 3 or parts[0] != "eval":
-        return None
-    task, metric = parts[1], "/".join(parts[2:])
-    for row in summary.get("tasks", []):
-        if row.get("task") == task and row.get("metric") in (metric, None):
-            if (row.get("status") or {}).get("adapter", "scored") != "scored":
-                return None  # withheld or contaminated: not a score to select on
-            value = (row.get("scores") or {}).get("adapter")
-            return float(value) if _finite(value) else None
-    return None
+    value = scores_by_name(summary, "adapter").get(name)
+    return float(value) if _finite(value) else None
 
 
 def update_from_log(run: RunState, records: list[dict], metric: dict) -> None:

@@ -91,9 +91,10 @@ def _metric(spec: SweepSpec, base: TrainConfig) -> dict:
     if name is None:
         name = "eval_loss" if (base.data.eval_fraction or base.data.eval_split) else "loss"
     if name.startswith("eval/") and name.count("/") >= 2:
+        from ..evals.kit.scorenames import known_prefixes
+
         task = name.split("/")[1]
-        known = [t if t in ("humaneval", "mbpp") else Path(t).stem for t in base.eval.tasks]
-        if task not in known:
+        if not any(name.startswith(p) for p in known_prefixes(base.eval.tasks)):
             raise SweepError(f"The metric '{name}' is an eval score, but the base config's eval.tasks "
                              f"({', '.join(base.eval.tasks) or 'none'}) has no task '{task}'.",
                              f"add eval: {{tasks: [{task}]}} to the base (set limit for a quick eval), or select "

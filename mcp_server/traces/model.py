@@ -14,16 +14,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config.schema import untitled
+from ..evals.kit.shaping import DROPPER_TEMPLATES as DROPPER_TEMPLATES  # the shaping rules own the names
+from ..evals.kit.shaping import KEEPER_TEMPLATES as KEEPER_TEMPLATES
 
 FORMATS = ("pi", "claude-code", "codex", "opencode", "openai", "hermes", "droid")
 SourceFormat = Literal["auto", "pi", "claude-code", "codex", "opencode", "openai", "hermes", "droid"]
-KEEPER_TEMPLATES = ("qwen3", "qwen2_5", "gptoss", "deepseekv3",  # TRL's training templates
-                    "gemma4", "gemma4_v2", "gemma4_v3", "gemma4_v4", "gemma4_v5", "llama3_1", "llama3_2")  # tunepack's
-DROPPER_TEMPLATES = {
-    "gemma3": "raises an error on tool messages",
-    "llama3": "silently drops assistant tool calls",
-    "phi3": "silently drops assistant tool calls and tool results",
-}
 
 
 class ConvertOptions(BaseModel):

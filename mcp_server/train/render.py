@@ -16,24 +16,24 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from .. import __version__
 from ..config import TrainConfig
-from ..resources import chat_templates, embedded_source, render_template
+from ..resources import chat_templates, embedded_source, render_template, training_pins
 from .chat_templates import pack
 from .distributed import extra_dependencies, launch_plan
 
 HERE = Path(__file__).resolve().parent
 # standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, windows, speed,
-# and the eval sandbox probe (--check-only, the preflight's job, reports what the job's machine offers)
+# the eval sandbox probe (--check-only, the preflight's job, reports what the job's machine offers) and the held-out
+# split by session (data.eval_fraction; the eval kit selects the same rows from the manifest's record) and the row
+# shaping for the training template (plain chat rows; the eval kit shapes the held-out rows it re-reads alike)
 EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/windows.py", "train/speed.py",
-            "evals/kit/probe.py")
+            "evals/kit/probe.py", "evals/kit/heldout.py", "evals/kit/shaping.py")
 TEMPLATE = "sft_train.py.j2"
 
 
 def pins() -> list[str]:
-    return list(yaml.safe_load((HERE / "pins.yaml").read_text(encoding="utf-8")))
+    return training_pins()
 
 
 def config_hash(cfg: TrainConfig) -> str:

@@ -111,7 +111,7 @@ def _strings(value: object) -> Iterator[str]:
             yield from _strings(v)
 
 
-def _hub_rows(ref: str) -> Iterator[str]:
+def _hub_rows(ref: str) -> Iterator[dict]:
     from datasets import load_dataset
 
     ref, _, split = ref.partition("#")
@@ -120,46 +120,59 @@ def _hub_rows(ref: str) -> Iterator[str]:
         rows = load_dataset(repo, revision=revision or None, split=split or "train", streaming=True)
     except Exception as exc:  # noqa: BLE001 - network, auth or missing repo: the same next step
         raise KitError(
-            f"Could not read the training dataset {repo} for the contamination check ({type(exc).__name__}).",
+            f"Could not read the training dataset {repo} ({type(exc).__name__}).",
             "check HF_TOKEN and the dataset id, or run with allow_contaminated knowingly.",
         ) from exc
-    for row in rows:
-        yield "\n".join(_strings(row))
+    yield from rows
 
 
 def iter_training_texts(paths: Iterable[str]) -> Iterator[str]:
     """One text per training row (all its strings joined), from jsonl/json/parquet files or folders."""
-    files: list[Path] = []
+    for row in iter_training_rows(paths, raw_lines=True):
+        yield row if isinstance(row, str) else "\n".join(_strings(row))
+
+
+def _files(paths: Iterable[str]) -> Iterator[Path | str]:
+    """The files of ``paths`` (folders walked), hub refs passed through as strings."""
     for raw in paths:
-        if raw.startswith("hub:"):  # hub:namespace/name[@revision][#split]
-            yield from _hub_rows(raw[4:])
-            continue
         p = Path(raw)
-        if p.is_dir():
-            files += sorted(f for f in p.rglob("*") if f.suffix in (".jsonl", ".json", ".parquet"))
+        if raw.startswith("hub:"):  # hub:namespace/name[@revision][#split]
+            yield raw
+        elif p.is_dir():
+            yield from sorted(f for f in p.rglob("*") if f.suffix in (".jsonl", ".json", ".parquet"))
         elif p.is_file():
-            files.append(p)
+            yield p
         else:
-            raise KitError(
-                f"Training data '{raw}' for the contamination check does not exist.",
-                "pass the files the adapter was trained on (the run manifest lists them).",
-            )
-    for f in files:
-        if f.suffix == ".parquet":
+            raise KitError(f"Training data '{raw}' does not exist.",
+                           "pass the files the adapter was trained on (the run manifest lists them).")
+
+
+def iter_training_rows(paths: Iterable[str], raw_lines: bool = False) -> Iterator:
+    """The training rows as dicts, in file order (``raw_lines``: a jsonl line that is not JSON as its text)."""
+    for f in _files(paths):
+        if isinstance(f, str):
+            yield from _hub_rows(f[4:])
+        elif f.suffix == ".parquet":
             import pyarrow.parquet as pq
 
             for batch in pq.ParquetFile(f).iter_batches(batch_size=512):
-                for row in batch.to_pylist():
-                    yield "\n".join(_strings(row))
+                yield from batch.to_pylist()
         elif f.suffix == ".json":
             data = json.loads(f.read_text(encoding="utf-8"))
-            for row in data if isinstance(data, list) else [data]:
-                yield "\n".join(_strings(row))
+            yield from (data if isinstance(data, list) else [data])
         else:
-            with f.open(encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        try:
-                            yield "\n".join(_strings(json.loads(line)))
-                        except json.JSONDecodeError:
-                            yield line
+            yield from _jsonl(f, raw_lines)
+
+
+def _jsonl(path: Path, raw_lines: bool) -> Iterator:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                yield json.loads(line)
+            except json.JSONDecodeError:
+                if not raw_lines:
+                    raise KitError(f"A line of {path} is not JSON.", "fix or remove that line of the training "
+                                   "data; the eval reads the rows the run trained on.") from None
+                yield line

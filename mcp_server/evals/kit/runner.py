@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
 from .contamination import check_contamination, iter_training_texts
 from .errors import KitError
+from .integrity import check_model
 from .offline import ensure_token_counting
 from .problems import load_problems, task_name
 from .sandbox import MODES, SAFE_MODES, Limits, Sandbox
 from .tasks import DOCKER, code_task
+from .toolruns import BFCL_PREFIX, is_tool_task, run_tool_tasks
 
 SPEC_KEYS = (
     "tasks", "limit", "samples", "temperature", "max_tokens", "sandbox", "timeout_s", "memory_mb",
     "mbpp_source", "models", "train_data", "allow_contaminated", "ngram", "min_overlap", "log_dir", "backend",
-    "ids",
+    "ids", "next_action", "bfcl_source", "expected",
 )
 
 
@@ -92,13 +93,21 @@ def _check_spec(spec: dict) -> str:
 
 def _problems(spec: dict) -> dict[str, list]:
     problems = {
-        task_name(t): load_problems(t, spec.get("mbpp_source"), spec.get("limit"), spec.get("ids")) for t in spec["tasks"]
+        task_name(t): load_problems(t, spec.get("mbpp_source"), spec.get("limit"), spec.get("ids"))
+        for t in spec["tasks"] if not is_tool_task(t)
     }
     empty = [name for name, probs in problems.items() if not probs]
     if empty:
         raise KitError(f"No problems selected for {', '.join(empty)} (ids {spec.get('ids')}).",
                        "check eval.ids against the task's problem ids (HumanEval/0, mbpp/11, your jsonl ids).")
     return problems
+
+
+def _bfcl_problems(spec: dict) -> dict[str, list]:
+    """BFCL's prompts as problems for the contamination check (their text is what a model could have seen)."""
+    from .toolruns import bfcl_problems
+
+    return {t: bfcl_problems(spec, t) for t in spec["tasks"] if t.startswith(BFCL_PREFIX)}
 
 
 def _contamination(spec: dict, problems: dict[str, list], progress) -> dict[str, dict]:
@@ -148,36 +157,54 @@ def _run_model(model: dict, tasks: list, spec: dict, rows: dict, temperature: fl
         row["scores"][label], row["stderr"][label], row["logs"][label] = res["score"], res["stderr"], res["log"]
 
 
-def run_eval(spec: dict, progress=print) -> dict:
+def _code_tasks(spec: dict, problems: dict, contamination: dict, rows: dict, progress) -> str:
+    """Run the code tasks (sandboxed); the sandbox mode the results are labelled with."""
     mode = _check_spec(spec)
-    counting = ensure_token_counting()
+    if not problems:
+        return mode
     limits = Limits(timeout_s=float(spec.get("timeout_s", 10)), memory_mb=int(spec.get("memory_mb", 512)))
     samples, temperature = int(spec.get("samples", 1)), float(spec.get("temperature", 0.0))
-    problems = _problems(spec)
-    contamination = _contamination(spec, problems, progress)
-    allow = bool(spec.get("allow_contaminated"))
     box = None if mode == DOCKER else Sandbox(mode, workers=min(4, os.cpu_count() or 1), limits=limits).start()
     if box is not None:
         mode = box.mode  # "auto" resolved: the mode the results are labelled with
         progress(f"[tunepack] sandbox: {mode}" + (" (auto)" if box.requested == "auto" else "") +
                  ("" if box.isolated else " - NOT ISOLATED: generated code runs as this user"))
-    rows: dict[str, dict[str, Any]] = {
-        name: {"task": name, "metric": "pass@1", "n": len(p), "samples": samples, "scores": {}, "stderr": {},
-               "status": {}, "logs": {}, "contamination": contamination.get(name)} for name, p in problems.items()}
-    settings = {"allow": allow, "box": box, "samples": samples, "temperature": temperature, "limits": limits,
-                "max_tokens": int(spec.get("max_tokens", 512))}
-    started = time.monotonic()
+    rows.update({name: {"task": name, "metric": "pass@1", "n": len(p), "samples": samples, "scores": {},
+                        "stderr": {}, "status": {}, "logs": {}, "contamination": contamination.get(name)}
+                 for name, p in problems.items()})
+    settings = {"allow": bool(spec.get("allow_contaminated")), "box": box, "samples": samples,
+                "temperature": temperature, "limits": limits, "max_tokens": int(spec.get("max_tokens", 512))}
     try:
         for model in spec["models"]:
+            check_model(model, spec.get("expected"))
             tasks = _tasks_for(model, problems, rows, contamination, settings)
             if tasks:
                 _run_model(model, tasks, spec, rows, temperature, progress)
     finally:
         if box is not None:
             box.close()
+    return mode
+
+
+def run_eval(spec: dict, progress=print) -> dict:
+    _check_spec(spec)
+    counting = ensure_token_counting()
+    problems = _problems(spec) if any(not is_tool_task(t) for t in spec["tasks"]) else {}
+    contamination = _contamination(spec, {**problems, **_bfcl_problems(spec)}, progress)
+    started, rows = time.monotonic(), {}  # type: ignore[var-annotated]
+    mode = _code_tasks(spec, problems, contamination, rows, progress)
+    tool_tasks = [t for t in spec["tasks"] if is_tool_task(t)]
+    loaded: dict = {}
+    if tool_tasks:
+        tool_rows, loaded = run_tool_tasks(spec, tool_tasks, progress, contamination)
+        for name, row in tool_rows.items():
+            row["contamination"] = contamination.get(name)
+        rows.update(tool_rows)
+    ordered = [rows[task_name(t) if not is_tool_task(t) else t] for t in spec["tasks"]]
     return {
-        "tasks": list(rows.values()), "sandbox": mode, "isolated": mode in SAFE_MODES or mode == DOCKER,
-        "token_counting": counting, "allow_contaminated": allow, "models": spec["models"],
-        "limit": spec.get("limit"), "ids": spec.get("ids") or [], "temperature": temperature,
-        "duration_s": round(time.monotonic() - started, 2),
+        "tasks": ordered, "sandbox": mode if problems else None,
+        "isolated": (mode in SAFE_MODES or mode == DOCKER) if problems else None,
+        "token_counting": counting, "allow_contaminated": bool(spec.get("allow_contaminated")),
+        "models": spec["models"], "loaded": loaded, "limit": spec.get("limit"), "ids": spec.get("ids") or [],
+        "temperature": float(spec.get("temperature", 0.0)), "duration_s": round(time.monotonic() - started, 2),
     }

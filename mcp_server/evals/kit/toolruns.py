@@ -1,0 +1,144 @@
+"""The tool-use tasks of one eval run: next-action on held-out sessions and BFCL, each model loaded once.
+
+    rows = run_tool_tasks(spec, tasks, progress)   # tasks: ["next-action", "bfcl:simple_python", ...]
+
+Each model ({"label", "base"[, "adapter"]}) is checked against what its run recorded (integrity.py),
+loaded once (generate.py) and given every tool task; results come back as the runner's task rows,
+with each metric's n and 95 % interval under ``metrics`` and the baseline beside them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import KitError
+from .generate import describe, load_generator
+from .integrity import check_model
+from .intervals import rate
+from .nextaction import HEADLINE, TASK, baseline, family_for, next_action_items, run_model
+
+BFCL_PREFIX = "bfcl:"
+
+
+def is_tool_task(task: str) -> bool:
+    return task == TASK or task.startswith(BFCL_PREFIX)
+
+
+def _training_rows(paths: list[str]) -> list[dict]:
+    from .contamination import iter_training_rows
+
+    return list(iter_training_rows(paths))
+
+
+def _next_action_turns(spec: dict, progress):
+    na = spec.get("next_action") or {}
+    if not na.get("heldout"):
+        raise KitError("next-action needs the sessions the run held out, and this run held out none "
+                       "(data.eval_fraction was not set).",
+                       "set data.eval_fraction (e.g. 0.1) and train again, or drop next-action from eval.tasks.")
+    rows = _training_rows(na.get("train_data") or spec.get("train_data") or [])
+    rows = _shaped(rows, na.get("shaping"), na["heldout"].get("messages_column") or "messages")
+    turns, tool = next_action_items(rows, na["heldout"])  # every held-out turn: eval.limit is for benchmarks
+    if not turns:
+        raise KitError("The held-out sessions hold no assistant turn to score.",
+                       "hold out more sessions (a larger data.eval_fraction).")
+    progress(f"[tunepack] next-action: {len(turns)} held-out turns from {len(na['heldout']['groups'])} "
+             f"sessions; most frequent training tool: {tool}")
+    return turns, tool
+
+
+def _shaped(rows: list[dict], template: str | None, column: str) -> list[dict]:
+    """Plain chat rows shaped for the template the run trained with, as the training script shaped them."""
+    if not template:
+        return rows
+    from .shaping import ShapingError, shape_rows
+
+    try:
+        return shape_rows(rows, template, column)[0]
+    except ShapingError as exc:
+        raise KitError(exc.problem, exc.fix) from exc
+
+
+def _bfcl_items(spec: dict, task: str) -> list:
+    from . import bfcl
+
+    return bfcl.load(task[len(BFCL_PREFIX):], limit=spec.get("limit"), ids=None, source=spec.get("bfcl_source"))
+
+
+def _bfcl_score(gen, family: str, items: list, max_tokens: int, log: Path | None) -> dict:
+    import json
+
+    from . import bfcl
+    from .toolcalls import parse
+
+    hits, samples = 0, []
+    prompts = [(p["conversation"], p["tools"]) for p in map(bfcl.prompt_messages, items)]
+    for item, text in zip(items, gen.complete(prompts, max_tokens), strict=True):
+        verdict = bfcl.check(item, parse(family, text).calls)
+        hits += bool(verdict.correct)
+        samples.append({"id": item.id, "output": text[-2000:], "correct": verdict.correct, "reason": verdict.reason})
+    if log is not None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("".join(json.dumps(s) + "\n" for s in samples), encoding="utf-8")
+    return {"accuracy": rate(hits, len(items))}
+
+
+def _row(task: str, metric: str, n: int) -> dict:
+    return {"task": task, "metric": metric, "n": n, "samples": 1, "scores": {}, "stderr": {}, "status": {},
+            "logs": {}, "metrics": {}, "contamination": None}
+
+
+def run_tool_tasks(spec: dict, tasks: list[str], progress, contamination: dict | None = None) -> tuple[dict, dict]:
+    """({task: row}, {label: what was loaded}) for the tool tasks of the spec."""
+    turns, tool = _next_action_turns(spec, progress) if TASK in tasks else ([], None)
+    items = {t: _bfcl_items(spec, t) for t in tasks if t.startswith(BFCL_PREFIX)}
+    rows = {t: _row(t, HEADLINE if t == TASK else "accuracy", len(turns) if t == TASK else len(items[t]))
+            for t in tasks}
+    if TASK in rows:
+        rows[TASK]["baseline"] = baseline(turns, tool)
+        rows[TASK]["heldout"] = {"groups": len(spec["next_action"]["heldout"]["groups"]), "turns": len(turns)}
+    loaded, max_tokens = {}, int(spec.get("max_tokens", 512))
+    logs = Path(spec["log_dir"]) if spec.get("log_dir") else None
+    for model in spec["models"]:
+        label = model["label"]
+        check_model(model, spec.get("expected"))
+        gen = load_generator(model, spec.get("backend", "auto"))
+        family = family_for(gen)
+        loaded[label] = {**describe(gen), "parser": family}
+        progress(f"[tunepack] evaluating {label} ({gen.backend}, {family} tool calls) on {', '.join(tasks)}")
+        for task, row in rows.items():
+            dirty = bool(model.get("adapter")) and bool(((contamination or {}).get(task) or {}).get("contaminated"))
+            if dirty and not spec.get("allow_contaminated"):
+                row["scores"][label], row["status"][label] = None, "withheld"
+                continue
+            log = logs / f"{task.replace(':', '-')}-{label}.jsonl" if logs else None
+            if task == TASK:
+                result = run_model(gen, turns, family, max_tokens, (spec.get("next_action") or {}).get("max_length"),
+                                   log)
+                row["seconds_per_100_turns"] = {**row.get("seconds_per_100_turns", {}),
+                                                label: result["seconds_per_100_turns"]}
+            else:
+                result = {"metrics": _bfcl_score(gen, family, items[task], max_tokens, log)}
+            row["metrics"][label] = result["metrics"]
+            row["scores"][label] = result["metrics"][row["metric"]]["score"]
+            row["status"][label] = "contaminated" if dirty else "scored"
+            row["logs"][label] = str(log) if log else None
+        del gen
+    return rows, loaded
+
+
+def bfcl_problems(spec: dict, task: str) -> list:
+    """The BFCL items of a task as Problems (the user's question as the text) for the contamination check."""
+    from .problems import Problem
+
+    out = []
+    for item in _bfcl_items(spec, task):
+        text = "\n".join(str(m.get("content") or "") for m in bfcl_messages(item) if m.get("role") == "user")
+        out.append(Problem(id=item.id, benchmark=task, text=text, tests=""))
+    return out
+
+
+def bfcl_messages(item) -> list[dict]:
+    from . import bfcl
+
+    return bfcl.prompt_messages(item)["conversation"]

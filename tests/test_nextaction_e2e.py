@@ -1,0 +1,108 @@
+"""Next action and BFCL end to end on the Llama 3.2 replica: `tunepack run` on converted agent sessions holds out
+whole sessions, trains, then one eval job scores base and adapter on every held-out assistant turn and on BFCL
+simple_python; the scores reach the card, model-index, Trackio and the sweep metric names, and an adapter that is
+not the trained one is refused before any sample."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from support.agent_sessions import write_sessions
+from support.common import run_cli
+
+pytest.importorskip("bfcl_eval", reason="BFCL's data: pip install --no-deps bfcl-eval==2026.3.23 (the README's "
+                    "test command does)")
+
+STEPS = 60  # the replica learns the call format and starts on the tool names by here (about a minute on 2 cores)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> dict:
+    folder = tmp_path_factory.mktemp("nextaction")
+    sessions = write_sessions(folder / "sessions.jsonl", 80, seed=0)
+    config = {
+        "model": {"name": "tiny:llama3"}, "quantization": "none",
+        "data": {"format": "traces", "path": str(sessions), "eval_fraction": 0.3},
+        "lora": {"r": 32, "alpha": 64, "dropout": 0.0},
+        "training": {"learning_rate": 0.01, "max_steps": STEPS, "per_device_train_batch_size": 16,
+                     "max_length": 640, "logging_steps": 20, "seed": 3, "warmup_ratio": 0.0},
+        "tracking": {"project": "nextaction-e2e"}, "output": {"name": "nextaction-llama3"},
+        "eval": {"tasks": ["next-action", "bfcl:simple_python"], "limit": 20, "max_tokens": 24},
+    }
+    path = folder / "llama3.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = run_cli("run", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def _row(result: dict, task: str) -> dict:
+    return next(r for r in result["eval"]["tasks"] if r["task"] == task)
+
+
+def test_the_held_out_sessions_are_recorded_and_scored_turn_by_turn(run):
+    manifest = json.loads((Path(run["adapter_path"]) / "tunepack_manifest.json").read_text())
+    held = manifest["heldout"]
+    assert held["by"] == "session" and len(held["groups"]) == 24 and held["total_groups"] == 80
+    row = _row(run, "next-action")
+    adapter, base, floor = row["metrics"]["adapter"], row["metrics"]["base"], row["baseline"]["metrics"]
+    assert row["n"] >= 50 and adapter["tool_name"]["n"] >= 50  # every assistant turn; call metrics on the calls
+    for metric in adapter.values():
+        assert metric["low"] <= (metric["score"] or 0) <= metric["high"]
+    assert base["parses"]["score"] == 0.0  # the untrained replica writes no call
+    assert adapter["parses"]["score"] > 0.5 and adapter["tool_name"]["score"] > base["tool_name"]["score"]
+    assert row["baseline"]["tool"] in {"read", "bash"} and floor["tool_name"]["score"] < 0.5
+    print("\nnext-action, Llama 3.2 replica:", json.dumps({"baseline": floor["tool_name"], "base": base["tool_name"],
+                                                           "adapter": adapter["tool_name"]}))
+
+
+def test_bfcl_simple_python_runs_on_twenty_problems_for_both_models(run):
+    row = _row(run, "bfcl:simple_python")
+    assert row["n"] == 20 and row["status"] == {"base": "scored", "adapter": "scored"}
+    assert set(row["metrics"]) == {"base", "adapter"} and row["metrics"]["adapter"]["accuracy"]["n"] == 20
+    print("\nBFCL simple_python (20):", {k: v["accuracy"] for k, v in row["metrics"].items()})
+
+
+def test_the_scores_reach_the_card_trackio_and_the_sweep_metric_names(run):
+    from mcp_server.sweeps.monitor import eval_value
+    from mcp_server.tracking.store import TrackioStore
+
+    card = Path(run["card_path"]).read_text()
+    assert "Next action on" in card and "| tool_name |" in card and "| bfcl:simple_python |" in card
+    assert "name: Next action (held-out sessions)" in card and "name: BFCL simple_python" in card
+    value = eval_value(run["eval"], "eval/next_action/tool_name")
+    assert value == _row(run, "next-action")["scores"]["adapter"]
+    assert eval_value(run["eval"], "eval/bfcl/simple_python") == _row(run, "bfcl:simple_python")["scores"]["adapter"]
+    store = TrackioStore(run["trackio_dir"])
+    runs = [r for r in store.runs("nextaction-e2e") if r.endswith("-eval")]
+    last = store.summary("nextaction-e2e", runs[-1]).last
+    assert last["eval/next_action/tool_name/adapter"] == value
+    assert "eval/next_action/tool_name/baseline" in last and "eval/bfcl/simple_python/base" in last
+
+
+def test_an_adapter_that_is_not_the_trained_one_is_refused(run, tmp_path):
+    from mcp_server.evals.kit.errors import KitError
+    from mcp_server.evals.kit.integrity import check_model
+    from mcp_server.evals.render import expected_model
+
+    manifest = json.loads((Path(run["adapter_path"]) / "tunepack_manifest.json").read_text())
+    expected = expected_model(manifest)
+    config = json.loads((Path(run["adapter_path"]) / "adapter_config.json").read_text())
+    model = {"label": "adapter", "base": config["base_model_name_or_path"], "adapter": run["adapter_path"]}
+    check_model(model, expected)  # the registered adapter passes
+    swapped = Path(shutil.copytree(run["adapter_path"], tmp_path / "swapped"))
+    template = swapped / "chat_template.jinja"
+    template.write_text(template.read_text() + "\n{# edited #}")
+    with pytest.raises(KitError, match="chat template .* is not the one the run trained with"):
+        check_model({**model, "adapter": str(swapped)}, expected)
+    other = Path(shutil.copytree(run["adapter_path"], tmp_path / "other-base"))
+    (other / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": "meta-llama/x"}))
+    with pytest.raises(KitError, match="was trained on meta-llama/x"):
+        check_model({**model, "adapter": str(other)}, expected)
+    with pytest.raises(KitError, match="base is"):
+        check_model({**model, "base": "meta-llama/x"}, expected)
