@@ -5,8 +5,9 @@ Gemma4ForConditionalGeneration, towers included; ~5 B parameters with the per-la
 tokenizer is trained on the data with Gemma 4's special tokens and stock chat template (as tiny:gemma4's
 is), and the data are agent sessions from tests/fixtures converted and shaped for Gemma 4 plus the demo
 rows. Then `tunepack run` on one config: the mask check, 30 QLoRA steps (4-bit nf4, the precision the GPU
-supports, packing, LoRA on the language model only), the registry, and HumanEval on 5 problems for the
-base and base + adapter (`vllm/<base>:<adapter>` when vLLM is installed, else Inspect's hf provider,
+supports, packing, LoRA on the language model only), the registry, and the eval of the base and base + adapter:
+HumanEval on 5 problems, next-action on the held-out 20 % of the sessions, and BFCL simple_python on 5 when
+bfcl-eval is installed (`vllm/<base>:<adapter>` and vLLM LoRA requests when vLLM is installed, else the hf path,
 said in the output). Prints tokens/s, peak GPU memory, the LoRA targets and the eval table.
 
 Usage:
@@ -102,15 +103,21 @@ def write_config(folder: Path, model: Path, rows: Path, quick: bool) -> Path:
         backend = "vllm"
     except ImportError:
         backend = "hf"
+    import importlib.util
+
+    tasks = ["humaneval", "next-action"]  # next-action and BFCL take the vLLM path too (LoRA request, batched)
+    if importlib.util.find_spec("bfcl_eval"):  # pip install --no-deps bfcl-eval==2026.3.23
+        tasks.append("bfcl:simple_python")
     config = {
-        "model": {"name": str(model)}, "data": {"path": str(rows), "allow_truncation": True},
+        "model": {"name": str(model)},
+        "data": {"path": str(rows), "allow_truncation": True, "eval_fraction": 0.2},
         "chat_template": "model", "quantization": "auto",
         "lora": {"r": 16, "alpha": 32, "dropout": 0.0, "target_modules": "all-linear"},
         "training": {"max_steps": 2 if quick else 30, "max_length": 1024 if quick else 2048, "packing": True,
                      "per_device_train_batch_size": 2 if quick else 4, "learning_rate": 2e-4,
                      "logging_steps": 1 if quick else 5, "gradient_checkpointing": not quick, "warmup_ratio": 0.0},
         "tracking": {"project": "gpu-check"}, "output": {"name": "gpu-check-gemma4-e2b"},
-        "eval": {} if quick else {"tasks": ["humaneval"], "limit": 5, "max_tokens": 256, "backend": backend,
+        "eval": {"tasks": []} if quick else {"tasks": tasks, "limit": 5, "max_tokens": 256, "backend": backend,
                                   "sandbox": "unsafe-host"},
     }
     path = folder / "gpu-check.yaml"

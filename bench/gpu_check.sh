@@ -4,7 +4,7 @@
 # sessions, then HumanEval on 5 problems for base and base + adapter (vllm/<base>:<adapter> when vLLM is
 # installed). Prints tokens/s, peak GPU memory and the eval table; meant to finish in under 8 minutes
 # on one GPU. Needs no network: install first with
-#   pip install torch && pip install -e '.[train,eval]' vllm
+#   pip install torch && pip install -e '.[train,eval]' vllm && pip install --no-deps bfcl-eval==2026.3.23
 # Usage: bash bench/gpu_check.sh [OUT_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
