@@ -21,7 +21,7 @@ from typing import Any
 from .errors import KitError
 
 
-def _cuda() -> bool:
+def cuda_available() -> bool:
     try:
         import torch
 
@@ -30,7 +30,7 @@ def _cuda() -> bool:
         return False
 
 
-def _has(module: str) -> bool:
+def has_module(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
@@ -120,25 +120,32 @@ class Generator:
         return [o.outputs[0].text for o in outs]
 
 
-def _check_folders(model: dict) -> None:
+def check_folders(model: dict) -> None:
+    """A model given as a local folder (base or adapter) must exist; Hub ids are left to the loader."""
     for path in (model["base"], model.get("adapter")):
         if path and path.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(path)):
             raise KitError(f"The model folder '{path}' ({model['label']}) does not exist.",
-                           "check the registry version (registry_list) or the base model path.")
+                           "check the registry version (registry_list) or the base model path; a Hub id is "
+                           "written namespace/name.")
+
+
+def use_vllm(backend: str) -> bool:
+    """vLLM for backend vllm (refused when it is missing), or for auto on CUDA with vLLM installed."""
+    if backend == "vllm" and not has_module("vllm"):
+        raise KitError("eval.backend is 'vllm' but vLLM is not installed.",
+                       "use backend auto/hf, or pip install vllm on a GPU machine.")
+    return backend == "vllm" or (backend == "auto" and cuda_available() and has_module("vllm"))
 
 
 def load_generator(model: dict, backend: str = "auto") -> Generator:
     """The model {"label", "base"[, "adapter"]} loaded for greedy generation."""
     from transformers import AutoTokenizer
 
-    _check_folders(model)
+    check_folders(model)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder(model))
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    if backend == "vllm" and not _has("vllm"):
-        raise KitError("eval.backend is 'vllm' but vLLM is not installed.",
-                       "use backend auto/hf, or pip install vllm on a GPU machine.")
-    if backend == "vllm" or (backend == "auto" and _cuda() and _has("vllm")):
+    if use_vllm(backend):
         from vllm import LLM
 
         engine = LLM(model=model["base"], enable_lora=bool(model.get("adapter")), max_lora_rank=256)
@@ -150,7 +157,7 @@ def _hf_model(model: dict) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
-    device = "cuda:0" if _cuda() else "cpu"
+    device = "cuda:0" if cuda_available() else "cpu"
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     engine: Any = AutoModelForCausalLM.from_pretrained(model["base"], dtype=dtype)
     engine = engine.to(device)

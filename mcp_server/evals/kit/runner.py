@@ -16,6 +16,7 @@ import time
 
 from .contamination import check_contamination, iter_training_texts
 from .errors import KitError
+from .generate import check_folders, cuda_available, use_vllm
 from .integrity import check_model
 from .offline import ensure_token_counting
 from .problems import load_problems, task_name
@@ -30,40 +31,18 @@ SPEC_KEYS = (
 )
 
 
-def _cuda() -> bool:
-    try:
-        import torch
-
-        return bool(torch.cuda.is_available())
-    except ImportError:
-        return False
-
-
 def resolve_model(model: dict, backend: str, temperature: float) -> tuple[str, dict]:
     """(inspect model name, model_args) for {"label", "base", "adapter"}."""
     base, adapter = model["base"], model.get("adapter")
-    for path in (base, adapter):
-        if path and path.startswith(("/", "./", "../", "~")) and not os.path.isdir(os.path.expanduser(path)):
-            raise KitError(f"The model folder '{path}' ({model['label']}) does not exist.",
-                           "check the registry version (registry_list) or the base model path; a Hub id is "
-                           "written namespace/name.")
-    use_vllm = backend == "vllm" or (backend == "auto" and _cuda() and _has("vllm"))
-    if backend == "vllm" and not _has("vllm"):
-        raise KitError("eval.backend is 'vllm' but vLLM is not installed.", "use backend auto/hf, or pip install vllm on a GPU machine.")
-    if use_vllm:
+    check_folders(model)
+    if use_vllm(backend):
         return f"vllm/{base}" + (f":{adapter}" if adapter else ""), {}
-    args = {"model_path": adapter or base, "device": "cuda:0" if _cuda() else "cpu"}
+    args = {"model_path": adapter or base, "device": "cuda:0" if cuda_available() else "cpu"}
     if temperature <= 0:
         args["do_sample"] = False
     # the model name is the path too: inspect may build the model twice and the second time
     # model_path is gone from model_args (collected on first use), so from_pretrained gets the name
     return f"hf/{adapter or base}", args
-
-
-def _has(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
 
 
 def _task_results(log) -> dict:
