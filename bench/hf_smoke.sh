@@ -156,18 +156,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcp_server.jobs.transport import SCRIPT_IN_JOB, inline_command, script_from_command
+from mcp_server.jobs.transport import ARGV0, SCRIPT_IN_JOB, inline_command, script_from_command
 
 script, repo, decoded = sys.argv[1:4]
 text = Path(script).read_text(encoding="utf-8")
 command = inline_command(text, [repo])
 decode, sep, run = command[2].partition(" && ")
 checks = [
-    (command[:2] == ["bash", "-c"] and len(command) == 3, "the command is not one `bash -c` line"),
+    (command[:2] == ["bash", "-c"] and command[3:4] == [ARGV0] and len(command) > 4,
+     "the command is not one `bash -c` line with the packed script as its arguments"),
     (run == f"exec uv run {SCRIPT_IN_JOB} {shlex.quote(repo)}", f"its second step is not `uv run`: {run[:80]}"),
 ]
-# the job's first step, run as the job runs it (bash, printf, python3), writing here instead of SCRIPT_IN_JOB
-done = subprocess.run(["bash", "-c", decode.replace(SCRIPT_IN_JOB, shlex.quote(decoded))], capture_output=True)
+# the job's first step, run as the job runs it (bash with the chunks as $1.., printf, python3), writing here
+done = subprocess.run(["bash", "-c", decode.replace(SCRIPT_IN_JOB, shlex.quote(decoded)), *command[3:]],
+                      capture_output=True)
 got = Path(decoded).read_bytes() if Path(decoded).is_file() else b""
 checks += [
     (done.returncode == 0, f"the decode step failed: {done.stderr.decode(errors='replace')[-200:]}"),
