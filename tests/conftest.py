@@ -19,6 +19,16 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TUNEPACK_DAILY_TOTAL_USD", "1000")  # one session charges many projects; the cap has its tests
 os.environ["TUNEPACK_TOOLSETS"] = "all"  # servers the tests start expose every tool; test_toolsets checks the default
+if os.environ.get("PYTEST_XDIST_WORKER"):  # two workers share the cores: one torch thread each, no oversubscription
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Under `pytest -n 2` (the README's command) a file's tests stay on one worker so its module fixtures are built
+# once; files sharing a session fixture or a path in the clone share a group (pytest_xdist_make_scheduler below).
+_GROUPS = {
+    "test_cli.py": "demo", "test_pipeline.py": "demo", "test_skills_commands.py": "demo",  # demo_run, once
+    "test_install.py": "wheel", "test_packaging.py": "wheel",  # both build a wheel from the clone
+}
+
 
 @pytest.fixture
 def hub(monkeypatch):
@@ -73,3 +83,28 @@ def demo_run() -> dict:
     done = run_cli("run", str(REPO / "examples" / "demo.yaml"), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
+
+
+# The longest groups start first (measured with --durations; the rest keep collection order), so neither worker is
+# left with an hour-long file at the end.
+_FIRST = ["test_nextaction_e2e.py", "test_remote_e2e.py", "test_tutorial.py", "test_cli.py", "test_server.py",
+          "test_evals_memorisation.py", "test_sweeps_run.py", "test_push_resume.py", "test_preflight.py"]
+
+
+def pytest_collection_modifyitems(config, items):
+    first = {name: n for n, name in enumerate(_FIRST)}
+    items.sort(key=lambda item: first.get(item.path.name, len(first)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` cannot group under pytest 9 (xdist rewrites a node id attribute pytest no longer has), so
+    the grouping is a scheduler: a file's tests, or the files of one _GROUPS entry, go to one worker."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return _GROUPS.get(path.rsplit("/", 1)[-1], path)
+
+    config.option.loadscopereorder = False  # keep the order above, not "most tests first"
+    return ByGroup(config, log)

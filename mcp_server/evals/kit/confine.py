@@ -271,15 +271,17 @@ def reap() -> None:
             return
 
 
-def kill_uid(uid: int, rounds: int = 500) -> bool:
-    """Kill every process of ``uid`` until none is left; True when none is."""
-    for _ in range(rounds):
+def kill_uid(uid: int, timeout_s: float = 15.0) -> bool:
+    """Kill every process of ``uid`` until none is left (a loaded machine may need seconds); True when none is."""
+    deadline = time.monotonic() + timeout_s
+    while True:
         _signal_all_as(uid)
         reap()
         if not uid_processes(uid):
             return True
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.002)
-    return False
 
 
 # ---------------------------------------------------------------------------------------------

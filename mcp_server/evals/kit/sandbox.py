@@ -121,7 +121,7 @@ class _Worker:
         try:
             if self.proc.stdin:
                 self.proc.stdin.close()
-            self.proc.wait(timeout=5)
+            self.proc.wait(timeout=30)  # it kills its uid's processes first (confine.kill_uid waits up to 15 s)
         except Exception:  # noqa: BLE001
             self.proc.kill()
             self.proc.wait()
