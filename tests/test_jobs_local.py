@@ -111,7 +111,8 @@ def test_markers_and_failure_errors(tmp_path, backend):
     assert isinstance(crash, JobError) and "RuntimeError: boom" in crash.problem and "exit code 3" in crash.problem
 
 
-def test_concurrency_limit_queues_jobs_and_splits_threads(tmp_path):
+def test_concurrency_limit_queues_jobs_and_splits_threads(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the split applies when the caller sets nothing
     backend = LocalBackend(root=tmp_path / "jobs", max_concurrent=2)
     body = "import os, time\nprint(os.environ['OMP_NUM_THREADS'], flush=True)\ntime.sleep(2)\n"
     s = script(tmp_path, "slow.py", body)
@@ -129,6 +130,15 @@ def test_concurrency_limit_queues_jobs_and_splits_threads(tmp_path):
     assert max(threads) <= max(1, (os.cpu_count() or 1)) and min(threads) >= 1
     if (os.cpu_count() or 1) >= 2:
         assert threads[0] == (os.cpu_count() or 1) // 2  # started beside another job
+
+
+def test_the_callers_thread_count_wins_over_the_split(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # e.g. a test worker's share, or a user who knows the machine is busy
+    backend = LocalBackend(root=tmp_path / "jobs", max_concurrent=2)
+    s = script(tmp_path, "threads.py", "import os\nprint(os.environ['OMP_NUM_THREADS'], flush=True)\n")
+    job = backend.submit(JobSpec(script=s))
+    assert backend.wait(job.id, timeout_s=60).stage == "COMPLETED"
+    assert backend.logs(job.id).split()[0] == "3"
 
 
 def test_a_killed_runner_is_reported_not_running_forever(tmp_path):

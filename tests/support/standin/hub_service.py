@@ -58,7 +58,9 @@ Shapes not in hf-apis.md, and the client code (huggingface_hub 2.4) they follow:
   ``uv`` on PATH are the stand-in's, in ``/.standin/bin``). The process runs ``command + arguments`` (Docker's
   entrypoint + cmd; ``run_job`` always sends ``arguments: []``) through execve in its own mount namespace and
   filesystem view, working directory ``/`` (the uv image sets no WORKDIR), with exactly ``HF_ENDPOINT``, ``PATH``,
-  ``HOME=/root``, then the job's ``environment``, then its ``secrets`` (later ones win). Stage messages (HF's exact
+  ``HOME=/root`` (and the host's ``OMP_NUM_THREADS`` when set: a real job has its machine's cores to itself, a job
+  here shares them with the other test worker, and torch threads that wait on a busy core ran 15 times slower, measured),
+  then the job's ``environment``, then its ``secrets`` (later ones win). Stage messages (HF's exact
   wording is not documented): ``exit code N`` (``exit code 137 (killed by signal 9)`` for a signal); ``Job timed
   out: it ran past its timeout of N seconds and was killed``; an execve failure → ``the job's command could not be
   started: exec "bash": Argument list too long (…)`` (also printed in the logs); a volume that cannot be found →

@@ -294,6 +294,8 @@ class JobRunner:
 
     def _env(self, spec: dict, secrets: dict) -> dict[str, str]:
         env = {"HF_ENDPOINT": self.endpoint, "PATH": f"{SHIM_DIR}:{SYSTEM_PATH}", "HOME": "/root"}
+        if os.environ.get("OMP_NUM_THREADS"):  # a real job has its machine's cores; here it gets the tests' share
+            env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
         env.update({str(k): str(v) for k, v in (spec.get("environment") or {}).items()})
         env.update({str(k): str(v) for k, v in (secrets or {}).items()})
         return env
