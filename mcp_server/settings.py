@@ -13,6 +13,7 @@ server that changes one sees the change).
 | ``TUNEPACK_DAILY_TOTAL_USD`` | the daily cap over all projects until a human sets one | the largest project limit |
 | ``TUNEPACK_TOOL_BUDGET_S`` | seconds a viewer tool may take before it answers with what it has | 15 |
 | ``TUNEPACK_VIEWER_URL`` | the Datasets Viewer's base URL | ``https://datasets-server.huggingface.co`` |
+| ``OMP_NUM_THREADS`` | kept for local jobs when set (read from the mapping ``environment()`` returns); unset, the runner splits the cores between the jobs running side by side | the split |
 | ``TUNEPACK_JOB_ID`` | set by the local runner inside a job | — |
 | ``XDG_CACHE_HOME``, ``HF_HOME`` | the bases of the two defaults above | ``~/.cache``, ``~/.cache/huggingface`` |
 | ``HF_ENDPOINT`` | the Hub's base URL | huggingface_hub's |

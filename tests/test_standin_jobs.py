@@ -198,8 +198,10 @@ def test_the_environment_is_the_jobs_own_and_secrets_stay_in_memory(jobs_hub, ap
     job = api.run_job(image="python:3.12", command=["env"], env={"VISIBLE": "yes"}, secrets={"MY_SECRET": value})
     jobs_hub.wait_job(job.id, 20)
     env = dict(line.split("=", 1) for line in jobs_hub.job_log(job.id))
+    threads = {"OMP_NUM_THREADS": os.environ["OMP_NUM_THREADS"]} if os.environ.get("OMP_NUM_THREADS") else {}
     assert env == {"HF_ENDPOINT": jobs_hub.endpoint, "HOME": "/root", "VISIBLE": "yes", "MY_SECRET": value,
-                   "PATH": "/.standin/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+                   "PATH": "/.standin/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                   **threads}  # the tests' thread share only: a real job has its own machine's cores
     assert os.environ["HF_TOKEN"] and "HF_TOKEN" not in env and "TRACKIO_DIR" not in env
     assert api.inspect_job(job_id=job.id).secrets == {"MY_SECRET": "<encrypted>"}
     with_token = api.run_job(image="python:3.12", command=["env"], secrets={"HF_TOKEN": jobs_hub.state.token})

@@ -90,7 +90,7 @@ def run(store_path: str, job_id: str, max_concurrent: int) -> int:
         time.sleep(0.5)
 
     env = settings.environment(**job["env"], PYTHONUNBUFFERED="1", TUNEPACK_JOB_ID=job_id)
-    if "OMP_NUM_THREADS" not in job["env"] and not os.environ.get("OMP_NUM_THREADS"):  # else the caller's choice
+    if not env.get("OMP_NUM_THREADS"):  # set by the job or the caller: their choice (see jobs/local.py)
         # split the cores between the jobs that run side by side
         sharing = min(max_concurrent, len(busy) + 1 + queued)
         env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // sharing))
