@@ -129,7 +129,8 @@ def test_concurrency_limit_queues_jobs_and_splits_threads(tmp_path, monkeypatch)
     threads = [int(backend.logs(j.id).split()[0]) for j in jobs]
     assert max(threads) <= max(1, (os.cpu_count() or 1)) and min(threads) >= 1
     if (os.cpu_count() or 1) >= 2:
-        assert threads[0] == (os.cpu_count() or 1) // 2  # started beside another job
+        # the second of the first two to take the runner's lock sees the first one running (which one varies)
+        assert min(threads) == (os.cpu_count() or 1) // 2
 
 
 def test_the_callers_thread_count_wins_over_the_split(tmp_path, monkeypatch):
