@@ -1,7 +1,13 @@
-"""Next action and BFCL end to end on the Llama 3.2 replica: `tunepack run` on converted agent sessions holds out
+"""Next action and BFCL end to end on the Gemma 4 replica: `tunepack run` on converted agent sessions holds out
 whole sessions, trains, then one eval job scores base and adapter on every held-out assistant turn and on BFCL
 simple_python; the scores reach the card, model-index, Trackio and the sweep metric names, and an adapter that is
-not the trained one is refused before any sample."""
+not the trained one is refused before any sample.
+
+Why Gemma 4: at this budget (80 steps of 8 rows, lr 0.01) its replica (4 layers, per-layer inputs) learns the
+policy: tool_name 0.93 on the 57 held-out calls against the most-frequent-tool baseline's 0.40 (60 steps of 16:
+0.86, with one torch thread or two). The Llama 3.2 replica (2 layers) stays at the edge there: 0.47 with two threads, no
+parsable call with one (measured 2026-12-03), so it would make the assertion a coin toss. Both families' parsers
+are proven by round trip in test_evals_toolcalls.py."""
 
 from __future__ import annotations
 
@@ -18,7 +24,8 @@ from support.common import run_cli
 pytest.importorskip("bfcl_eval", reason="BFCL's data: pip install --no-deps bfcl-eval==2026.3.23 (the README's "
                     "test command does)")
 
-STEPS = 60  # the replica learns the call format and starts on the tool names by here (about a minute on 2 cores)
+STEPS = 80  # tool_name 0.93 here, 0.65 at 60 steps of 8 rows (measured); about 3 minutes with the eval, one core
+MARGIN = 0.10  # the adapter beats the most-frequent-tool baseline by at least this on tool_name
 
 
 @pytest.fixture(scope="module")
@@ -26,15 +33,15 @@ def run(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("nextaction")
     sessions = write_sessions(folder / "sessions.jsonl", 80, seed=0)
     config = {
-        "model": {"name": "tiny:llama3"}, "quantization": "none",
+        "model": {"name": "tiny:gemma4"}, "quantization": "none",
         "data": {"format": "traces", "path": str(sessions), "eval_fraction": 0.3},
         "lora": {"r": 32, "alpha": 64, "dropout": 0.0},
-        "training": {"learning_rate": 0.01, "max_steps": STEPS, "per_device_train_batch_size": 16,
+        "training": {"learning_rate": 0.01, "max_steps": STEPS, "per_device_train_batch_size": 8,
                      "max_length": 640, "logging_steps": 20, "seed": 3, "warmup_ratio": 0.0},
-        "tracking": {"project": "nextaction-e2e"}, "output": {"name": "nextaction-llama3"},
+        "tracking": {"project": "nextaction-e2e"}, "output": {"name": "nextaction-gemma4"},
         "eval": {"tasks": ["next-action", "bfcl:simple_python"], "limit": 20, "max_tokens": 24},
     }
-    path = folder / "llama3.yaml"
+    path = folder / "gemma4.yaml"
     path.write_text(yaml.safe_dump(config))
     done = run_cli("run", str(path), "--json")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -55,9 +62,11 @@ def test_the_held_out_sessions_are_recorded_and_scored_turn_by_turn(run):
     for metric in adapter.values():
         assert metric["low"] <= (metric["score"] or 0) <= metric["high"]
     assert base["parses"]["score"] == 0.0  # the untrained replica writes no call
-    assert adapter["parses"]["score"] > 0.5 and adapter["tool_name"]["score"] > base["tool_name"]["score"]
     assert row["baseline"]["tool"] in {"read", "bash"} and floor["tool_name"]["score"] < 0.5
-    print("\nnext-action, Llama 3.2 replica:", json.dumps({"baseline": floor["tool_name"], "base": base["tool_name"],
+    assert floor["tool_name"]["n"] == adapter["tool_name"]["n"]  # the same calls, scored by the same rules
+    assert adapter["parses"]["score"] > 0.5
+    assert adapter["tool_name"]["score"] >= floor["tool_name"]["score"] + MARGIN, (adapter, floor)
+    print("\nnext-action, Gemma 4 replica:", json.dumps({"baseline": floor["tool_name"], "base": base["tool_name"],
                                                            "adapter": adapter["tool_name"]}))
 
 
