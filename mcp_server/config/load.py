@@ -268,11 +268,29 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
         cfg.data.path = _resolve_data_paths(cfg, base)
     if not cfg.model.is_tiny:
         cfg.model.name = _resolve_model_name(cfg.model.name, base)
+    if cfg.teacher is not None:
+        cfg.teacher.name = _resolve_teacher_name(cfg.teacher.name, base)
     cfg.chat_template = _resolve_chat_template(cfg.chat_template, base)
     if cfg.output.adapter_dir:
         cfg.output.adapter_dir = str(_absolute(cfg.output.adapter_dir, base))
     _resolve_eval(cfg, base)
     return cfg
+
+
+def _resolve_teacher_name(name: str, base: Path) -> str:
+    """teacher.name: a Hub id unchanged; a local model folder or PEFT adapter folder, absolute."""
+    p = _absolute(name, base)
+    if not (name.startswith((".", "/", "~")) or p.exists() or not HUB_ID.match(name)):
+        return name
+    refuse_credential(p, "teacher.name")
+    if not any((p / f).is_file() for f in ("config.json", "adapter_config.json")):
+        raise ConfigError(
+            f"teacher.name '{name}' is neither a saved model or adapter folder (looked for config.json or "
+            f"adapter_config.json in {p}) nor a Hub id of the form namespace/name.",
+            "give a Hub id such as Qwen/Qwen3-4B, a folder written by save_pretrained, or the adapter folder of an "
+            "SFT run on the larger model (`tunepack registry list` shows their paths).",
+        )
+    return str(p)
 
 
 def _existing(path: Path, what: str) -> Path:

@@ -195,6 +195,9 @@ class TrainingSection(Section):
         "auto", description="Activation checkpointing: trade about a third more compute for memory. auto = only "
         "when GPU memory needs it (never on CPU).")
     save_steps: int | None = Field(None, ge=1, description="Checkpoint every N steps (default: only at the end).")
+    method: Literal["sft", "distill"] = Field(
+        "sft", description="sft = learn the recorded tokens; distill = learn a teacher's next-token distribution on "
+        "the same tokens SFT trains (needs the teacher section; knobs in distill).")
 
     @field_validator("max_steps")
     @classmethod
@@ -202,6 +205,39 @@ class TrainingSection(Section):
         if value == 0 or value < -1:
             raise ValueError(f"{value} trains nothing; use a positive step count or -1 (use epochs)")
         return value
+
+
+class TeacherSection(Section):
+    """The model a distillation run learns from (training.method: distill)."""
+
+    name: str = Field(description="Hub id, a local model folder, or a local PEFT adapter folder (its base model plus "
+                      "the adapter, merged in memory). Its tokenizer must give the student's ids on the run's rows.",
+                      min_length=1)
+    revision: str | None = Field(None, description="Hub revision (branch, tag or commit) of the teacher.")
+    quantization: Literal["auto", "4bit", "none"] = Field(
+        "auto", description="4bit = load the teacher in nf4 (frozen, so no quality cost to training beyond its "
+        "own rounding); none = the weights' dtype; auto = 4bit on CUDA when the memory quote says teacher and "
+        "student do not fit the GPU otherwise.")
+    trust_remote_code: bool = Field(False, description="Allow the teacher's custom modelling code from the hub.")
+
+
+class DistillSection(Section):
+    """Generalized knowledge distillation (GKD): where the training tokens come from, and which divergence."""
+
+    lmbda: float = Field(0.0, ge=0, le=1, description="Share of batches the student writes itself (on-policy: the "
+                         "student generates the turn, the teacher scores it). 0 = off-policy (the recorded turns), "
+                         "1 = on-policy only.")
+    beta: float = Field(0.0, ge=0, le=1, description="Divergence: 0 = forward KL(teacher || student) (mode-covering, "
+                        "the usual start), 0.5 = Jensen-Shannon, 1 = reverse KL (mode-seeking).")
+    temperature: float = Field(1.0, gt=0, le=10, description="Softmax temperature of both models in the loss and "
+                               "of the student's sampling on-policy.")
+    max_new_tokens: int = Field(128, ge=1, le=4096, description="Longest turn the student writes on-policy; it "
+                                "stops earlier at its end of turn or at the end of its first tool call.")
+
+    @property
+    def mode(self) -> str:
+        """off-policy, on-policy or mixed (the Trackio group: the modes' losses are not comparable)."""
+        return "off-policy" if self.lmbda == 0 else "on-policy" if self.lmbda == 1 else f"mixed-lmbda{self.lmbda:g}"
 
 
 class TrackingSection(Section):
@@ -370,7 +406,8 @@ ChatTemplate = Annotated[
 
 
 class TrainConfig(Section):
-    """A whole QLoRA SFT run: what to train, on what, how, and where the results go."""
+    """A whole QLoRA run (SFT, or distillation from a teacher): what to train, on what, how, and where the results
+    go."""
 
     model: ModelSection
     data: DataSection
@@ -387,6 +424,34 @@ class TrainConfig(Section):
     job: JobSection = Field(default_factory=JobSection)
     distributed: DistributedSection = Field(default_factory=DistributedSection)
     eval: EvalSection = Field(default_factory=EvalSection)
+    teacher: TeacherSection | None = Field(None, description="The teacher of a distillation run "
+                                           "(training.method: distill).")
+    distill: DistillSection = Field(default_factory=DistillSection)
+
+    @model_validator(mode="after")
+    def _distillation(self) -> "TrainConfig":
+        distilling = self.training.method == "distill"
+        if distilling and self.teacher is None:
+            raise ValueError("training.method is distill but there is no teacher: add teacher: {name: <Hub id or "
+                             "local folder>} (a larger model of the student's family, with the same tokenizer)")
+        if self.teacher is not None and not distilling:
+            raise ValueError("a teacher is set but training.method is sft: set training.method: distill (or remove "
+                             "the teacher section)")
+        if self.distill != DistillSection() and not distilling:
+            raise ValueError("the distill section applies only to training.method: distill; set it (or remove the "
+                             "section)")
+        if distilling and self.training.packing is True:
+            raise ValueError("training.packing: true does not apply to distillation: teacher and student score "
+                             "padded batches; set training.packing: auto or false")
+        if distilling and self.distributed.processes > 1:
+            raise ValueError("distillation runs in one process for now (teacher and student on one device); set "
+                             "distributed.processes: 1 and pick a flavor whose GPU holds both (the preflight quotes "
+                             "the memory)")
+        if distilling and self.teacher is not None and self.teacher.name == self.model.name \
+                and self.teacher.revision == self.model.revision:
+            raise ValueError(f"the teacher is the student itself ({self.model.name}): distil from a larger model "
+                             "of the family, or an SFT adapter trained on it")
+        return self
 
     @model_validator(mode="after")
     def _combinations(self) -> "TrainConfig":
@@ -418,7 +483,10 @@ class TrainConfig(Section):
         if self.tracking.run_name:
             return self.tracking.run_name
         base = self.model.name.rstrip("/").split("/")[-1].replace(":", "-")
-        return f"{base}-r{self.lora.r}-lr{self.training.learning_rate:g}"
+        name = f"{base}-r{self.lora.r}-lr{self.training.learning_rate:g}"
+        if self.training.method == "distill":
+            name += f"-kd-l{self.distill.lmbda:g}-b{self.distill.beta:g}"
+        return name
 
     @property
     def registry_name(self) -> str:
@@ -426,4 +494,4 @@ class TrainConfig(Section):
         if self.output.name:
             return self.output.name
         base = self.model.name.rstrip("/").split("/")[-1].replace(":", "-")
-        return (re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.") or "adapter") + "-sft"
+        return (re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.") or "adapter") + f"-{self.training.method}"
