@@ -1,4 +1,5 @@
-"""Render a TrainConfig into one self-contained PEP 723 SFT script (templates/sft_train.py.j2).
+"""Render a TrainConfig into one self-contained PEP 723 script: SFT (templates/sft_train.py.j2) or
+distillation (distill_train.py.j2), both over the shared helpers (train_common.py.j2).
 
 The script is the unit of work: the local runner and HF Jobs run the same file. It embeds the
 config, the render facts and the mask check's source, and pins the library versions tunepack is
@@ -29,7 +30,10 @@ HERE = Path(__file__).resolve().parent
 # shaping for the training template (plain chat rows; the eval kit shapes the held-out rows it re-reads alike)
 EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/windows.py", "train/speed.py",
             "evals/kit/probe.py", "evals/kit/heldout.py", "evals/kit/shaping.py")
-TEMPLATE = "sft_train.py.j2"
+# distillation adds the teacher/student vocabulary check and the memory quote (re-judged on the job's GPU)
+DISTILL_EMBEDDED = (*EMBEDDED, "train/vocab_check.py", "train/memory.py")
+TEMPLATES = {"sft": "sft_train.py.j2", "distill": "distill_train.py.j2"}  # one readable script per method
+TEMPLATE = TEMPLATES["sft"]
 
 
 def pins() -> list[str]:
@@ -56,11 +60,18 @@ def run_name_for(cfg: TrainConfig) -> str:
 
 
 def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: str | None = None,
-                  push: dict | None = None, mounts: dict | None = None, cache_bucket: str | None = None) -> str:
+                  push: dict | None = None, mounts: dict | None = None, cache_bucket: str | None = None,
+                  distill: dict | None = None) -> str:
     """The script text. ``model_path`` replaces ``model.name`` where it was resolved (tiny models);
     ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub; ``mounts``
-    ({model, data, cache}: paths inside an HF job, ``jobs/cache.py``) makes it read the model and data there."""
+    ({model, data, cache}: paths inside an HF job, ``jobs/cache.py``) makes it read the model and data there;
+    ``distill``: the distillation plan for the job's flavor (``teacher.distill_plan``; default: no GPU known)."""
     run_name = run_name or run_name_for(cfg)
+    method = cfg.training.method
+    if method == "distill" and distill is None:
+        from .teacher import distill_plan
+
+        distill = distill_plan(cfg, gpu_gb=None, cuda=False, flavor=None)
     info = {
         "tunepack_version": __version__,
         "run_name": run_name,
@@ -73,9 +84,12 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "cache_bucket": cache_bucket,
         "launch": launch_plan(cfg),  # distributed.processes > 1: the script re-runs itself under the launcher
         "traces": _provenance(cfg),  # converted agent sessions: their source (Hub commit, file hashes) and counts
+        # one Trackio group per distillation mode: off- and on-policy losses are not on one scale
+        "trackio_group": f"distill-{distill['mode']}" if distill else None,
+        "distill": distill,
     }
     return render_template(
-        TEMPLATE,
+        TEMPLATES[method],
         pins=pins() + extra_dependencies(cfg),
         tunepack_version=__version__,
         run_name=run_name,
@@ -83,7 +97,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         model_label=cfg.model.name,
         config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
-        maskcheck_source=embedded_source(*EMBEDDED),
+        maskcheck_source=embedded_source(*(DISTILL_EMBEDDED if method == "distill" else EMBEDDED)),
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )
@@ -101,12 +115,12 @@ def wrapped(blob: str, width: int = 100) -> str:
 
 def write_script(cfg: TrainConfig, out: str | Path, *, model_path: str | None = None,
                  run_name: str | None = None, push: dict | None = None, mounts: dict | None = None,
-                 cache_bucket: str | None = None) -> Path:
+                 cache_bucket: str | None = None, distill: dict | None = None) -> Path:
     """Write the script atomically (a crash never leaves half a script behind)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = render_script(cfg, model_path=model_path, run_name=run_name, push=push, mounts=mounts,
-                         cache_bucket=cache_bucket)
+                         cache_bucket=cache_bucket, distill=distill)
     fd, tmp = tempfile.mkstemp(prefix=".train-", suffix=".py", dir=out.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
