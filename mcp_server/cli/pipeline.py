@@ -12,6 +12,7 @@ Usage:
 
 from __future__ import annotations
 
+import json
 import sys
 
 from ..cli_options import YES_HELP
@@ -30,6 +31,8 @@ def add_parsers(sub) -> None:
     p.add_argument("config")
     p.add_argument("-o", "--output", default="train.py")
     p.add_argument("--run-name", default=None, help="Trackio run name (default: from the config + a timestamp)")
+    p.add_argument("--flavor", default=None, help="distillation: plan for this HF Jobs flavor (memory quote, 4-bit "
+                   "teacher or not) and print the plan")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("preflight", help="be sure before spending: checks, the cost quote, a mask-check + smoke job")
@@ -59,6 +62,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--family", "--arch", dest="arch", choices=["qwen3", "llama3", "gemma4"], default="qwen3",
                    help="the family replicated: its architecture class, special tokens and stock chat template")
     p.add_argument("--vocab-size", type=int, default=2048)
+    p.add_argument("--size", choices=["tiny", "large"], default="tiny",
+                   help="large: twice as wide and deep, the same tokenizer, a wider output layer (a distillation teacher)")
     p.set_defaults(func=cmd_tiny_model)
 
     p = sub.add_parser("budget", help="show or set (humans only) a project's daily spending budget, or the daily "
@@ -98,6 +103,7 @@ def cmd_validate(args) -> None:
 def cmd_render(args) -> None:
     from ..config import load_config
     from ..pipeline import precheck_data
+    from ..pipeline.run import precheck_distill
     from ..traces.spine import training_config_or_pending
     from ..train.render import write_script
     from ..train.tiny_model import ensure_tiny_model
@@ -110,7 +116,10 @@ def cmd_render(args) -> None:
     if cfg.model.is_tiny:
         precheck_data(cfg)
         model_path = ensure_tiny_model(cfg)
-    out = write_script(cfg, args.output, model_path=model_path, run_name=args.run_name)
+    plan = precheck_distill(cfg, "hf" if args.flavor else "local", args.flavor)
+    out = write_script(cfg, args.output, model_path=model_path, run_name=args.run_name, distill=plan)
+    if plan is not None:
+        print(json.dumps({"distill_plan": plan}, indent=2))
     print(f"wrote {out} — run it with: python {out}  (or: uv run {out})")
 
 
@@ -206,8 +215,8 @@ def cmd_tiny_model(args) -> None:
     require_extra("torch", "train")
     from ..train.tiny_model import build_tiny_model
 
-    path = build_tiny_model(args.data, args.output, arch=args.arch, vocab_size=args.vocab_size)
-    print(f"wrote a tiny {args.arch} replica to {path}")
+    path = build_tiny_model(args.data, args.output, arch=args.arch, vocab_size=args.vocab_size, size=args.size)
+    print(f"wrote a {args.size} {args.arch} replica to {path}")
 
 
 def cmd_budget(args) -> None:

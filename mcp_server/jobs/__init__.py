@@ -5,7 +5,7 @@ from ..errors import JobError, TunepackError
 from . import markers
 from .base import FINAL_STAGES, Hardware, JobBackend, JobInfo, JobSpec, failure_error, progress_of
 from .local import LocalBackend
-from .pricing import CostEstimate, estimate, flavor_info, hf_flavors
+from .pricing import CostEstimate, estimate, flavor_info, gpu_memory_gb, hf_flavors
 
 BACKENDS = {"local": LocalBackend}
 
@@ -32,5 +32,5 @@ def available_hardware(backend: str = "hf") -> list[Hardware]:
 
 
 __all__ = ["FINAL_STAGES", "CostEstimate", "Hardware", "JobBackend", "JobInfo", "JobSpec", "LocalBackend",
-           "available_hardware", "estimate", "failure_error", "flavor_info", "get_backend", "hf_flavors", "markers",
+           "available_hardware", "estimate", "failure_error", "flavor_info", "get_backend", "gpu_memory_gb", "hf_flavors", "markers",
            "progress_of"]

@@ -38,6 +38,17 @@ def flavor_info(backend: str, flavor: str | None) -> Hardware:
     raise JobError(f"Unknown flavor '{name}' for the {backend} backend.", f"use one of: {known}.")
 
 
+def gpu_memory_gb(hw: Hardware) -> float | None:
+    """The memory of one of the flavor's GPUs ("4x L4 96 GB" -> 24.0), None for CPU flavors and this machine."""
+    import re
+
+    found = re.search(r"(\d+(?:\.\d+)?)\s*GB", hw.description)
+    count = re.match(r"(\d+)x", hw.accelerator or "")
+    if not hw.accelerator or not found:
+        return None
+    return float(found.group(1)) / (int(count.group(1)) if count else 1)
+
+
 class CostEstimate(BaseModel):
     backend: str
     flavor: str

@@ -22,7 +22,7 @@ from ..traces.spine import training_config
 from ..train.render import config_hash, run_name_for, write_script
 from ..train.tiny_model import tiny_model_path
 from .records import PreflightPlan, SmokePlan
-from .run import precheck_data
+from .run import precheck_data, precheck_distill
 
 SMOKE_STEPS = 3
 
@@ -40,6 +40,7 @@ class PreflightReport(BaseModel):
     cost: CostEstimate | None = None
     smoke_job: JobInfo | None = None
     remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
+    distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
     next_step: str
 
 
@@ -55,12 +56,13 @@ def smoke_config(cfg: TrainConfig) -> TrainConfig:
     """The same data through the tiny replica of the model's family for a few steps: the training path
     (architecture class, chat template, LoRA targets), not the model's weights."""
     data = cfg.data.model_copy(update={"eval_fraction": None, "eval_split": None, "allow_truncation": True})
-    training = cfg.training.model_copy(update={
+    training = cfg.training.model_copy(update={"method": "sft",  # distillation: the student's path (see preflight)
         "max_steps": SMOKE_STEPS, "logging_steps": 1, "eval_steps": None, "save_steps": None,
         "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False})
     return cfg.model_copy(update={
         "model": cfg.model.model_copy(update={"name": f"tiny:{smoke_family(cfg)}", "revision": None}),
-        "chat_template": "model", "quantization": "none", "data": data, "training": training,
+        "chat_template": "model", "quantization": "none", "data": data, "training": training, "teacher": None,
+        "distill": type(cfg.distill)(),
         "tracking": cfg.tracking.model_copy(update={"project": "tunepack-smoke", "space_id": None}),
         "output": cfg.output.model_copy(update={"adapter_dir": None, "hub_repo_id": None})})
 
@@ -154,6 +156,25 @@ def _quote(backend: str, flavor: str | None, timeout_s: int | None, checks: list
     return cost
 
 
+def _distill_check(cfg: TrainConfig, backend: str, flavor: str | None, checks: list[Check]) -> dict | None:
+    """Distillation before spending: the mode the family can run, the two tokenizers, the memory on the flavor."""
+    try:
+        plan = precheck_distill(cfg, backend, flavor)
+    except TunepackError as exc:
+        checks.append(_fail("distillation", exc))
+        return None
+    if plan is None:
+        return None
+    memory = plan["memory"]
+    fits = "" if memory["fits"] is None else f" of {memory['gpu_gb']:g} GB ({'fits' if memory['fits'] else 'does not fit'})"
+    checks.append(Check(name="distillation", status="pass", detail=(
+        f"{plan['mode']}, {plan['divergence']}; teacher {plan['teacher']['base']} in {memory['teacher']['weights']}; "
+        f"memory: teacher {memory['teacher']['gb']} + student {memory['student']['gb']} + logits {memory['logits_gb']} "
+        f"= {memory['total_gb']} GB{fits}; tokenizers: {plan['tokenizers']['status']} "
+        f"({plan['tokenizers']['detail']}); the smoke run trains the student's path (SFT on its replica)")))
+    return plan
+
+
 def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     """Render the mask check (and, for local data, the smoke run on the family's replica) and start them as
     one local job."""
@@ -232,6 +253,9 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     cost = _quote(backend, flavor, timeout_s, checks) if cfg else None
     if cfg is None or cost is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
+    distill = _distill_check(cfg, backend, flavor, checks)
+    if any(c.status == "fail" for c in checks):
+        return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
     if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
         checks.extend(remote_checks(cfg, backend))
         if backend == "hf":
@@ -239,7 +263,8 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
         if any(c.status == "fail" for c in checks):
             return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
     if not smoke:
-        return PreflightReport(ok=True, checks=checks, cost=cost, next_step="run the pipeline (pipeline_run)")
+        return PreflightReport(ok=True, checks=checks, cost=cost, distill=distill,
+                               next_step="run the pipeline (pipeline_run)")
     remote = _start_remote_check(cfg, checks) if backend == "hf" else None
     if backend == "hf" and remote is None:
         return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
@@ -247,4 +272,5 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     wait = f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail"
     if remote is not None:
         wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a TUNEPACK_MASK line is a pass"
-    return PreflightReport(ok=True, checks=checks, cost=cost, smoke_job=job, remote_job=remote, next_step=wait)
+    return PreflightReport(ok=True, checks=checks, cost=cost, smoke_job=job, remote_job=remote, distill=distill,
+                           next_step=wait)

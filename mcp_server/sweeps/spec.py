@@ -30,6 +30,7 @@ import json
 import math
 import random as _random
 import re
+import typing
 from pathlib import Path
 from typing import Any, Literal
 
@@ -136,8 +137,12 @@ class SweepSpec(_Strict):
 # --- dotted paths ---------------------------------------------------------------------------------
 
 def _field_model(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    """The section a field holds, also when it is optional (teacher: TeacherSection | None)."""
     annotation = model.model_fields[name].annotation
-    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
 
 
 def check_key(key: str) -> str:
