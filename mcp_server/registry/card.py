@@ -53,7 +53,7 @@ def render_card(manifest: dict, summary: RunSummary | None, *, name: str, versio
         minimum=summary.minimum if summary else {}, maximum=summary.maximum if summary else {}, fmt=_fmt,
         results_markdown=results_markdown.rstrip("\n"), script_sha256=manifest.get("script_sha256"),
         config_hash=manifest.get("config_hash"), git_commit=manifest.get("git_commit"),
-        config_yaml=yaml.safe_dump(config, sort_keys=False),
+        config_yaml=yaml.safe_dump(config, sort_keys=False), distillation=manifest.get("distillation"),
     )
 
 

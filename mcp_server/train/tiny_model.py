@@ -74,6 +74,11 @@ FAMILIES = {
 }
 SIZES: dict[str, Any] = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
                          "num_key_value_heads": 2}
+# a teacher for distillation tests: the same family and tokenizer, twice as wide and deep, and an output layer 64
+# rows wider than the tokenizer (as Qwen2.5-7B's 152,064 rows are for the 151,936 ids 0.5B also has)
+LARGE: dict[str, Any] = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4,
+                         "num_key_value_heads": 2}
+LARGE_PADDING = 64
 
 
 def fingerprint(data_files: list[str], arch: str, vocab_size: int) -> str:
@@ -179,23 +184,27 @@ def build_tokenizer(texts: list[str], family: Family, template: str, vocab_size:
     return tokenizer
 
 
-def build_model(family_name: str, tokenizer, family: Family):
+def build_model(family_name: str, tokenizer, family: Family, size: str = "tiny"):
     from transformers import GenerationConfig
 
     ids = tokenizer.convert_tokens_to_ids
     bos = ids(family.bos) if family.bos else None
-    common: dict[str, Any] = {"vocab_size": len(tokenizer), "max_position_embeddings": 4096, "tie_word_embeddings": True,
+    if size == "large" and family_name == "gemma4":
+        raise ValueError("large replicas are built for qwen3 and llama3 (Gemma 4's layout has per-layer settings)")
+    sizes = LARGE if size == "large" else SIZES
+    width = len(tokenizer) + (LARGE_PADDING if size == "large" else 0)
+    common: dict[str, Any] = {"vocab_size": width, "max_position_embeddings": 4096, "tie_word_embeddings": True,
                               "initializer_range": 0.1, "bos_token_id": bos, "eos_token_id": ids(family.eos),
                               "pad_token_id": ids(family.pad)}
     model: PreTrainedModel
     if family_name == "qwen3":
         from transformers import Qwen3Config, Qwen3ForCausalLM
 
-        model = Qwen3ForCausalLM(Qwen3Config(**common, **SIZES, head_dim=16))
+        model = Qwen3ForCausalLM(Qwen3Config(**common, **sizes, head_dim=16))
     elif family_name == "llama3":
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        model = LlamaForCausalLM(LlamaConfig(**common, **SIZES, rope_parameters={"rope_type": "default", "rope_theta": 500000.0}))
+        model = LlamaForCausalLM(LlamaConfig(**common, **sizes, rope_parameters={"rope_type": "default", "rope_theta": 500000.0}))
     else:
         model = _gemma4(common, ids)
     stops = [ids(t) for t in family.stops]
@@ -231,7 +240,7 @@ def _gemma4(common: dict, ids):
 
 
 def build_tiny_model(data_files: list[str], out_dir: str | Path, *, arch: str = "qwen3",
-                     vocab_size: int = 2048, seed: int = 0) -> Path:
+                     vocab_size: int = 2048, seed: int = 0, size: str = "tiny") -> Path:
     """Build the replica ``arch`` into ``out_dir`` (written to a temp folder first, then moved in place)."""
     import torch
 
@@ -241,7 +250,7 @@ def build_tiny_model(data_files: list[str], out_dir: str | Path, *, arch: str = 
     template = stock_template(family)
     tokenizer = build_tokenizer(_training_texts(_read_rows(data_files), template, family), family, template, vocab_size)
     torch.manual_seed(seed)
-    model = build_model(arch, tokenizer, family)
+    model = build_model(arch, tokenizer, family, size)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}-", dir=out_dir.parent))
@@ -250,7 +259,7 @@ def build_tiny_model(data_files: list[str], out_dir: str | Path, *, arch: str = 
         tokenizer.save_pretrained(staging)
         (staging / "tunepack_tiny.json").write_text(json.dumps({
             "builder_version": BUILDER_VERSION, "arch": arch, "class": type(model).__name__,
-            "chat_template": family.template, "vocab_size": len(tokenizer), "seed": seed,
+            "chat_template": family.template, "vocab_size": len(tokenizer), "seed": seed, "size": size,
             "data_files": list(data_files), "parameters": sum(p.numel() for p in model.parameters()),
         }, indent=2))
         if out_dir.exists():
@@ -268,8 +277,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--family", "--arch", dest="arch", default="qwen3", choices=list(FAMILIES))
     parser.add_argument("--vocab-size", type=int, default=2048)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--size", choices=("tiny", "large"), default="tiny",
+                        help="large: a wider, deeper replica with the same tokenizer (a distillation teacher)")
     args = parser.parse_args(argv)
-    path = build_tiny_model(args.data, args.out, arch=args.arch, vocab_size=args.vocab_size, seed=args.seed)
+    path = build_tiny_model(args.data, args.out, arch=args.arch, vocab_size=args.vocab_size, seed=args.seed,
+                            size=args.size)
     print(json.dumps({"model_dir": str(path)}))
 
 
