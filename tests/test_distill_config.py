@@ -147,3 +147,15 @@ def test_the_rendered_distill_script_is_its_own_file_and_compiles(tmp_path):
         (tmp_path / name).write_text(body)
         compiled = subprocess.run([sys.executable, "-m", "py_compile", str(tmp_path / name)], capture_output=True)
         assert compiled.returncode == 0, compiled.stderr
+
+
+def test_an_eval_refuses_a_teacher_the_run_did_not_distil_from():
+    from mcp_server.evals.kit.errors import KitError
+    from mcp_server.evals.kit.integrity import check_model
+
+    expected = {"base": "Qwen/Qwen3-0.6B", "teacher": {"base": "Qwen/Qwen3-4B", "adapter": None}}
+    check_model({"label": "teacher", "base": "Qwen/Qwen3-4B"}, expected)
+    with pytest.raises(KitError, match="is not the teacher the run distilled from"):
+        check_model({"label": "teacher", "base": "Qwen/Qwen3-8B"}, expected)
+    with pytest.raises(KitError, match="is not the teacher"):
+        check_model({"label": "teacher", "base": "Qwen/Qwen3-4B"}, {"base": "Qwen/Qwen3-0.6B", "teacher": None})

@@ -125,3 +125,14 @@ def test_a_teacher_with_another_tokenizer_is_refused_before_any_job(runs):
     assert "The teacher's vocabulary is not the student's" in refused.stderr
     assert "distil from a teacher of the student's own family" in refused.stderr
     assert run_cli("jobs", "list", "--json").stdout == jobs_before  # nothing was started
+
+
+def test_the_eval_scores_the_teacher_beside_base_and_adapter(runs):
+    done = run_cli("eval", "run", "distill-off", "--tasks", "next-action", "--max-tokens", "16", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert "| Base model | Base + adapter | Teacher |" in result["table"]
+    teacher_row = [line for line in result["table"].splitlines() if line.startswith("| action_type |")][0]
+    assert teacher_row.count("|") == 7  # metric, n, baseline, base, adapter, teacher
+    card = Path(result["card_path"]).read_text()
+    assert "| Teacher |" in card

@@ -54,7 +54,23 @@ def models_for(entry: AdapterVersion, remote: bool = False) -> list[dict]:
         raise EvalError(f"The base model of {entry.name} v{entry.version} is a local folder ({base}); a remote job "
                         "cannot load it.", "evaluate this adapter locally (backend local).")
     pinned = {"adapter_revision": entry.hub_commit} if adapter == entry.hub_repo and entry.hub_commit else {}
-    return [{"label": "base", "base": base}, {"label": "adapter", "base": base, "adapter": adapter, **pinned}]
+    models = [{"label": "base", "base": base}, {"label": "adapter", "base": base, "adapter": adapter, **pinned}]
+    teacher = teacher_for(read_manifest(entry.path), remote)
+    return models + ([teacher] if teacher else [])
+
+
+def teacher_for(manifest: dict, remote: bool) -> dict | None:
+    """A distilled adapter's teacher as a third model (what the student is measured against), when it fits: the
+    run's memory plan did not say it cannot, and a remote job can reach it (a Hub id, not a local folder)."""
+    plan = manifest.get("distillation")
+    if not plan:
+        return None
+    teacher = plan["teacher"]
+    local = [p for p in (teacher["base"], teacher.get("adapter")) if p and Path(p).is_absolute()]
+    if (remote and local) or (plan.get("memory") or {}).get("fits") is False:
+        return None
+    return {"label": "teacher", "base": teacher["base"], **({"adapter": teacher["adapter"]} if teacher.get("adapter")
+                                                              else {})}
 
 
 def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, tracking: dict | None = None,

@@ -61,8 +61,11 @@ def expected_model(manifest: dict | None) -> dict | None:
     if not manifest:
         return None
     model = (manifest.get("config") or {}).get("model") or {}
+    teacher = (manifest.get("distillation") or {}).get("teacher") or {}
     return {"base": manifest.get("model_path") or model.get("name"), "revision": model.get("revision"),
-            "template_sha256": manifest.get("chat_template_sha256")}
+            "template_sha256": manifest.get("chat_template_sha256"),
+            # a distilled run: the teacher it learnt from is the only teacher its eval compares with
+            "teacher": {"base": teacher["base"], "adapter": teacher.get("adapter")} if teacher else None}
 
 
 def build_spec(ev: EvalSection, models: list[dict], train_data: list[str], manifest: dict | None = None) -> dict:

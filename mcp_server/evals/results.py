@@ -47,16 +47,17 @@ def _contamination(row: dict) -> str:
 
 
 def results_markdown(results: dict) -> str:
+    teacher = _has_teacher(results)
     lines = [
-        "| Benchmark | Metric | n | Base model | Base + adapter | Contamination |",
-        "|---|---|---|---|---|---|",
+        "| Benchmark | Metric | n | Base model | Base + adapter |" + (" Teacher |" if teacher else "") + " Contamination |",
+        "|---|---|---|---|---|" + ("---|" if teacher else "") + "---|",
     ]
     for row in results["tasks"]:
         if row["task"] == NEXT_ACTION:
             continue
         n = f"{row['n']}" + (f" × {row['samples']}" if row.get("samples", 1) > 1 else "")
         lines.append(f"| {row['task']} | {row['metric']} | {n} | {_score(row, 'base')} | {_score(row, 'adapter')} | "
-                     f"{_contamination(row)} |")
+                     + (f"{_score(row, 'teacher')} | " if teacher else "") + f"{_contamination(row)} |")
     if len(lines) == 2:
         lines = []
     lines += next_action_markdown(results)
@@ -90,6 +91,11 @@ def _cell(metric: dict | None) -> str:
     return f"{metric['score']:.3f} [{metric['low']:.2f}, {metric['high']:.2f}]"
 
 
+def _has_teacher(results: dict) -> bool:
+    """A distilled adapter's eval also scored its teacher (a third column; never in model-index)."""
+    return any(m.get("label") == "teacher" for m in results.get("models") or [])
+
+
 def next_action_markdown(results: dict) -> list[str]:
     """The next-action table: each metric with n, the most-frequent-tool baseline, base and adapter (95 % CI)."""
     row = next((r for r in results["tasks"] if r["task"] == NEXT_ACTION), None)
@@ -97,15 +103,19 @@ def next_action_markdown(results: dict) -> list[str]:
         return []
     base = (row.get("metrics") or {}).get("base") or {}
     adapter = (row.get("metrics") or {}).get("adapter") or {}
+    teacher = ((row.get("metrics") or {}).get("teacher") or {}) if _has_teacher(results) else None
     floor = (row.get("baseline") or {}).get("metrics") or {}
     held = row.get("heldout") or {}
     lines = ["", f"Next action on {held.get('turns', row['n'])} assistant turns of {held.get('groups', '?')} held-out "
              f"sessions (baseline: always call `{(row.get('baseline') or {}).get('tool')}`; 95 % intervals):", "",
-             "| Metric | n | Most-frequent-tool baseline | Base model | Base + adapter |", "|---|---|---|---|---|"]
+             "| Metric | n | Most-frequent-tool baseline | Base model | Base + adapter |" + (" Teacher |" if teacher
+                                                                                         else ""),
+             "|---|---|---|---|---|" + ("---|" if teacher else "")]
     for name, ref in (adapter or base or floor).items():
         withheld = (row.get("status") or {}).get("adapter") == "withheld"
         lines.append(f"| {name} | {ref['n']} | {_cell(floor.get(name))} | {_cell(base.get(name))} | "
-                     f"{'withheld' if withheld else _cell(adapter.get(name))} |")
+                     f"{'withheld' if withheld else _cell(adapter.get(name))} |"
+                     + (f" {_cell(teacher.get(name))} |" if teacher is not None else ""))
     return lines
 
 

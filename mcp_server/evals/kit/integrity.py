@@ -49,6 +49,13 @@ def check_model(model: dict, expected: dict | None) -> None:
     if not expected:
         return
     label = model["label"]
+    if label == "teacher":  # a reference score, never the adapter's: it must be the teacher the run recorded
+        recorded = expected.get("teacher") or {}
+        if not recorded or not _same_model(model["base"], recorded.get("base")) or \
+                model.get("adapter") != recorded.get("adapter"):
+            raise KitError(f"The teacher model {model['base']} (adapter {model.get('adapter')}) is not the teacher the "
+                           f"run distilled from ({recorded.get('base')}, adapter {recorded.get('adapter')}).", FIX)
+        return
     if not _same_model(model["base"], expected.get("base")):
         raise KitError(f"The {label} model's base is {model['base']}, but the run trained on {expected.get('base')}.",
                        FIX)
