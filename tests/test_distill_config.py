@@ -177,3 +177,10 @@ def test_an_hf_job_cannot_read_a_local_teacher_and_a_plan_that_cannot_fit_is_ref
     assert plan["teacher_4bit"] and plan["memory"]["total_gb"] == 41.0 and plan["mode"] == "off-policy"
     script = render_script(parse_config(gemma), distill=plan)
     assert "'teacher_4bit': True" in script and "'flavor': 'a100-large'" in script
+
+
+def test_sweeps_rank_distillation_metrics_lower_is_better():
+    from mcp_server.ledger.model import direction_for
+
+    assert direction_for("eval/distill/kl") == direction_for("eval/distill/nll") == "min"
+    assert direction_for("eval/next_action/tool_name") == "max"

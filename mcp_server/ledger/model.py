@@ -19,7 +19,8 @@ from ..redact import redact_text
 STATUSES = ("proposed", "running", "keep", "discard", "crash")
 FINISHED = ("keep", "discard", "crash")
 Direction = Literal["max", "min"]
-_LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "wer", "cer", "latency", "cost")
+_LOWER_IS_BETTER = ("loss", "perplexity", "ppl", "error", "wer", "cer", "latency", "cost", "nll", "divergence")
+_LOWER_IS_BETTER_WORDS = ("kl", "jsd")  # as a whole part of the name only (eval/distill/kl)
 VARIABLE = re.compile(r"[A-Za-z0-9_.\-\[\]/:@]{1,200}")
 MAX_TEXT = 4000  # characters of a hypothesis, value, expectation, note, metric name or job id
 
@@ -57,9 +58,10 @@ class Plateau(BaseModel):
 
 
 def direction_for(metric: str | None) -> Direction:
-    """'min' for losses, perplexity, error rates, latency and cost; 'max' for everything else."""
+    """'min' for losses, perplexity, NLL, divergences (KL), error rates, latency and cost; 'max' for everything else."""
     name = (metric or "").lower()
-    return "min" if any(word in name for word in _LOWER_IS_BETTER) else "max"
+    parts = set(re.split(r"[/_.\-]", name))
+    return "min" if any(word in name for word in _LOWER_IS_BETTER) or parts & set(_LOWER_IS_BETTER_WORDS) else "max"
 
 
 def config_hash_of(config: dict | None = None, *, parent_hash: str | None = None, variable: str = "",
