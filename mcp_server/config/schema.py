@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 TINY_PREFIX = "tiny:"
 TINY_ARCHS = ("qwen3", "llama3", "gemma4")
-DataFormat = Literal["auto", "messages", "prompt_completion", "traces"]
+DataFormat = Literal["auto", "messages", "prompt_completion", "traces", "prompts"]
+REWARDS = ("format", "length")  # the built-in rewards of training.method grpo (train/rewards.py)
 
 
 def untitled(schema: dict) -> None:
@@ -95,7 +96,8 @@ class DataSection(Section):
         "prompt_completion = 'prompt'/'completion' rows; auto = detect from the columns; "
         "traces = raw agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat) in data.path, or the session "
         "files of a Hub dataset repo in data.hub_id (at data.revision), converted to chat rows on the host before "
-        "training (options in data.traces).",
+        "training (options in data.traces); prompts = prompt-only rows {id, prompt[, tests, solution]} for "
+        "training.method grpo (the model writes the completion, rewards score it).",
     )
     traces: TracesSection | None = Field(None, description="Conversion options for data.format: traces.")
     split: str = Field("train", description="Split to train on.")
@@ -195,9 +197,10 @@ class TrainingSection(Section):
         "auto", description="Activation checkpointing: trade about a third more compute for memory. auto = only "
         "when GPU memory needs it (never on CPU).")
     save_steps: int | None = Field(None, ge=1, description="Checkpoint every N steps (default: only at the end).")
-    method: Literal["sft", "distill"] = Field(
+    method: Literal["sft", "distill", "grpo"] = Field(
         "sft", description="sft = learn the recorded tokens; distill = learn a teacher's next-token distribution on "
-        "the same tokens SFT trains (needs the teacher section; knobs in distill).")
+        "the same tokens SFT trains (needs the teacher section; knobs in distill); grpo = group relative policy "
+        "optimisation on prompt-only rows (data.format prompts) with verifiable rewards (knobs in grpo).")
 
     @field_validator("max_steps")
     @classmethod
@@ -238,6 +241,43 @@ class DistillSection(Section):
     def mode(self) -> str:
         """off-policy, on-policy or mixed (the Trackio group: the modes' losses are not comparable)."""
         return "off-policy" if self.lmbda == 0 else "on-policy" if self.lmbda == 1 else f"mixed-lmbda{self.lmbda:g}"
+
+
+class GrpoSection(Section):
+    """GRPO: the model writes num_generations completions per prompt; each is scored by the rewards, and the
+    advantages are the scores relative to their group's."""
+
+    rewards: dict[str, float] = Field(
+        default_factory=lambda: {"format": 1.0},
+        description="Reward name -> weight, combined as a weighted sum; each component is logged on its own "
+        "(rewards/<name>/mean). format = one fenced code block, nothing else; length = 1 - |tokens - "
+        "length_target| / length_target, floored at 0 (the tutorial's minimal demo).")
+    length_target: int = Field(64, ge=1, description="The completion length (tokens) the length reward pays for.")
+    num_generations: int = Field(8, ge=2, le=64, description="Completions per prompt (a group). Prompts per step = "
+                                 "batch x accumulation / num_generations.")
+    max_completion_length: int = Field(256, ge=1, le=8192, description="Longest completion (tokens).")
+    temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of the completions (groups need "
+                               "different completions to have a signal).")
+    beta: float = Field(0.0, ge=0, description="KL penalty to the starting model; 0 = none (TRL's default: no "
+                        "reference model in memory).")
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = Field(
+        "dapo", description="TRL's loss normalisation; dapo (TRL's default) averages over all tokens of the batch, "
+        "so long completions do not dominate.")
+    eval_steps: int | None = Field(None, ge=1, description="Score the held-out prompts every N steps "
+                                   "(eval/reward; default: training.logging_steps).")
+    eval_prompts: int = Field(64, ge=1, description="At most this many held-out prompts per evaluation.")
+
+    @field_validator("rewards")
+    @classmethod
+    def _known_rewards(cls, value: dict[str, float]) -> dict[str, float]:
+        if not value:
+            raise ValueError("no reward: name at least one, e.g. {format: 1.0}")
+        unknown = sorted(set(value) - set(REWARDS))
+        if unknown:
+            raise ValueError(f"unknown reward {', '.join(unknown)}; built in: {', '.join(REWARDS)}")
+        if all(w == 0 for w in value.values()):
+            raise ValueError("every reward weight is 0: nothing would be optimised")
+        return value
 
 
 class TrackingSection(Section):
@@ -427,6 +467,7 @@ class TrainConfig(Section):
     teacher: TeacherSection | None = Field(None, description="The teacher of a distillation run "
                                            "(training.method: distill).")
     distill: DistillSection = Field(default_factory=DistillSection)
+    grpo: GrpoSection = Field(default_factory=GrpoSection)
 
     @model_validator(mode="after")
     def _distillation(self) -> "TrainConfig":
@@ -451,6 +492,30 @@ class TrainConfig(Section):
                 and self.teacher.revision == self.model.revision:
             raise ValueError(f"the teacher is the student itself ({self.model.name}): distil from a larger model "
                              "of the family, or an SFT adapter trained on it")
+        return self
+
+    @model_validator(mode="after")
+    def _grpo(self) -> "TrainConfig":
+        grpo, training = self.grpo, self.training
+        if training.method != "grpo":
+            if grpo != GrpoSection():
+                raise ValueError("the grpo section applies only to training.method: grpo; set it (or remove the "
+                                 "section)")
+            if self.data.format == "prompts":
+                raise ValueError("data.format prompts (prompt-only rows) trains only with training.method: grpo")
+            return self
+        if self.data.format not in ("prompts", "auto"):
+            raise ValueError(f"training.method grpo needs prompt-only rows (data.format: prompts), not "
+                             f"'{self.data.format}'")
+        self.data.format = "prompts"
+        generated = training.per_device_train_batch_size * training.gradient_accumulation_steps
+        if generated % grpo.num_generations:
+            raise ValueError(f"training.per_device_train_batch_size x gradient_accumulation_steps = {generated} "
+                             f"completions per step is not a multiple of grpo.num_generations {grpo.num_generations}"
+                             f"; e.g. batch {grpo.num_generations} (one prompt per step) or "
+                             f"{2 * grpo.num_generations} (two)")
+        if self.distributed.processes > 1:
+            raise ValueError("GRPO runs in one process for now; set distributed.processes: 1")
         return self
 
     @model_validator(mode="after")
@@ -486,6 +551,8 @@ class TrainConfig(Section):
         name = f"{base}-r{self.lora.r}-lr{self.training.learning_rate:g}"
         if self.training.method == "distill":
             name += f"-kd-l{self.distill.lmbda:g}-b{self.distill.beta:g}"
+        elif self.training.method == "grpo":
+            name += f"-grpo-g{self.grpo.num_generations}"
         return name
 
     @property

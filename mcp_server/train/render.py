@@ -32,7 +32,8 @@ EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", 
             "evals/kit/probe.py", "evals/kit/heldout.py", "evals/kit/shaping.py")
 # distillation adds the teacher/student vocabulary check and the memory quote (re-judged on the job's GPU)
 DISTILL_EMBEDDED = (*EMBEDDED, "train/vocab_check.py", "train/memory.py")
-TEMPLATES = {"sft": "sft_train.py.j2", "distill": "distill_train.py.j2"}  # one readable script per method
+GRPO_EMBEDDED = (*EMBEDDED, "train/rewards.py")  # the built-in rewards
+TEMPLATES = {"sft": "sft_train.py.j2", "distill": "distill_train.py.j2", "grpo": "grpo_train.py.j2"}  # one per method
 TEMPLATE = TEMPLATES["sft"]
 
 
@@ -97,7 +98,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         model_label=cfg.model.name,
         config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
-        maskcheck_source=embedded_source(*(DISTILL_EMBEDDED if method == "distill" else EMBEDDED)),
+        maskcheck_source=embedded_source(*{"distill": DISTILL_EMBEDDED, "grpo": GRPO_EMBEDDED}.get(method, EMBEDDED)),
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )

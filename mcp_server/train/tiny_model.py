@@ -143,9 +143,15 @@ def _training_texts(rows: list[dict], template: str, family: Family) -> list[str
                                        eos_token=family.eos)
     renderer.chat_template = template
     texts = []
-    fmt = detect_format(rows[0].keys()) if rows else "messages"
+    prompts_only = bool(rows) and "prompt" in rows[0] and "completion" not in rows[0] and "messages" not in rows[0]
+    fmt = "messages" if prompts_only or not rows else detect_format(rows[0].keys())
     for row in rows:
-        messages, tools, _ = conversation(row, fmt)
+        if prompts_only:  # GRPO rows: the prompt, and the reference solution where there is one
+            messages = [{"role": "user", "content": str(row.get("prompt") or "")}]
+            messages += [{"role": "assistant", "content": str(row["solution"])}] if row.get("solution") else []
+            tools = None
+        else:
+            messages, tools, _ = conversation(row, fmt)
         try:
             # tokenize=False: the rendered text (a str)
             texts.append(cast(str, renderer.apply_chat_template(messages, tools=tools, tokenize=False)))
