@@ -87,3 +87,77 @@ def test_the_card_and_trackio_carry_the_curve_and_each_reward(grpo_run):
     summary = TrackioStore(str(Path(grpo_run["trackio_dir"]))).summary("grpo-e2e", grpo_run["trackio_run"])
     assert "eval/reward" in summary.last and "rewards/length/mean" in summary.last
     assert grpo_run["registry_name"] == "grpo-length"
+
+
+def _mbpp_file(tmp_path: Path) -> Path:
+    rows = [
+        {"task_id": 601, "text": "Double a number.", "code": "def twice(x):\n    return 2 * x", "test_setup_code": "",
+         "test_list": ["assert twice(2) == 4", "assert twice(0) == 0", "assert twice(-3) == -6"]},
+        {"task_id": 602, "text": "Last character.", "code": "def last(s):\n    return s[-1]", "test_setup_code": "",
+         "test_list": ["assert last('ab') == 'b'", "assert last('x') == 'x'", "assert last('ab') == 'b'"]},
+        {"task_id": 603, "text": "Add one (the reference is wrong).", "code": "def inc(x):\n    return x",
+         "test_setup_code": "", "test_list": ["assert inc(1) == 2", "assert inc(2) == 3"]},
+        {"task_id": 512, "text": "A validation task.", "code": "def neg(x):\n    return -x", "test_setup_code": "",
+         "test_list": ["assert neg(1) == -1", "assert neg(-2) == 2"]},
+    ]
+    return write_jsonl(tmp_path / "mbpp.jsonl", rows)
+
+
+def test_mbpp_prompts_show_one_test_score_the_rest_and_report_the_ceiling(tmp_path):
+    done = run_cli("grpo-prompts", "--mbpp", str(_mbpp_file(tmp_path)), "--split", "train", "-o",
+                   str(tmp_path / "train.jsonl"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["rows"] == 3 and report["ceiling"]["ceiling"] == round(2 / 3, 4)
+    assert report["dropped"] == ["mbpp/603"] and report["written"] == 2  # its reference fails its own tests
+    rows = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    first = rows[0]
+    assert "def twice(x):" in first["prompt"] and "assert twice(2) == 4" in first["prompt"]
+    assert first["tests"] == ["assert twice(0) == 0", "assert twice(-3) == -6"]  # the shown test is not scored
+    assert rows[1]["tests"] == ["assert last('x') == 'x'"]  # a repeat of the shown test is no test either
+    assert report["leaked_tests"] == []
+
+
+def test_the_tests_reward_pays_for_passing_asserts_and_not_for_tampering():
+    from mcp_server.evals.kit.sandbox import Sandbox
+    from mcp_server.evals.kit.testreward import tests_fraction
+
+    row = {"id": "t", "prompt": "", "setup": "", "tests": ["assert twice(2) == 4", "assert twice(0) == 0",
+                                                          "assert twice(-3) == -6"]}
+    box = Sandbox("auto", workers=2).start()
+    try:
+        assert tests_fraction(box, row, "```python\ndef twice(x):\n    return 2 * x\n```") == 1.0
+        assert tests_fraction(box, row, "```python\ndef twice(x):\n    return 4\n```") == pytest.approx(1 / 3)
+        assert tests_fraction(box, row, "def nothing():\n    pass") == 0.0
+        # answers that try to get paid without solving: leave early, or swap the assertion machinery
+        assert tests_fraction(box, row, "def twice(x):\n    return 0\nimport sys\nsys.exit(0)") == 0.0
+        # tampering with the assertion machinery scores 0, even on the assert its answer would pass (twice(0) == 0)
+        assert tests_fraction(box, row, "import builtins\nbuiltins.AssertionError = type('N', (Exception,), {})\n"
+                                        "def twice(x):\n    return 0") == 0.0
+    finally:
+        box.close()
+
+
+def test_a_grpo_run_with_the_tests_reward_runs_the_code_in_the_sandbox(tmp_path):
+    done = run_cli("grpo-prompts", "--mbpp", str(_mbpp_file(tmp_path)), "--split", "train", "-o",
+                   str(tmp_path / "train.jsonl"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    run_cli("grpo-prompts", "--mbpp", str(tmp_path / "mbpp.jsonl"), "--split", "validation", "-o",
+            str(tmp_path / "val.jsonl"))
+    raw = {"model": {"name": "tiny:qwen3"}, "quantization": "none", "data": {"path": str(tmp_path / "train.jsonl")},
+           "training": {"method": "grpo", "max_steps": 2, "per_device_train_batch_size": 4, "logging_steps": 1,
+                        "learning_rate": 0.01},
+           "grpo": {"rewards": {"tests": 1.0, "format": 0.2}, "num_generations": 4, "max_completion_length": 24,
+                    "heldout_path": str(tmp_path / "val.jsonl")},
+           "tracking": {"project": "grpo-e2e"}, "output": {"name": "grpo-tests"}, "eval": {"tasks": []}}
+    path = tmp_path / "tests.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    done = run_cli("run", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    log = Path(result["log_path"]).read_text()
+    assert "[tunepack] sandbox:" in log and "programs get an empty environment" in log
+    manifest = json.loads((Path(result["adapter_path"]) / "tunepack_manifest.json").read_text())
+    curve = manifest["grpo"]["curve"]
+    assert curve and set(curve[-1]["components"]) == {"tests", "format"} and curve[-1]["n"] == 1
+    assert manifest["heldout"]["by"] == "file"

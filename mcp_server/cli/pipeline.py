@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 from ..cli_options import YES_HELP
 from ..errors import TunepackError
@@ -55,6 +56,16 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--yes", action="store_true", help=YES_HELP)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("grpo-prompts", help="GRPO prompt rows from MBPP (by its task-id splits), with the reward's "
+                       "ceiling (reference solutions through the tests reward in the sandbox) and leaked tests")
+    p.add_argument("--mbpp", required=True, help="MBPP's jsonl (task_id, text, code, test_list)")
+    p.add_argument("--split", default="train", choices=["prompt", "test", "validation", "train"])
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "confined", "unsafe-host"])
+    p.add_argument("--keep-impossible", action="store_true", help="keep problems whose reference solution fails")
+    p.add_argument("--limit", type=int, default=None, help="the first N problems only")
+    p.set_defaults(func=cmd_grpo_prompts)
 
     p = sub.add_parser("tiny-model", help="build a tiny random-initialised CPU replica of a model family")
     p.add_argument("--data", nargs="+", required=True)
@@ -207,6 +218,23 @@ def _print_eval(summary: dict) -> None:
         return
     print(f"eval:       recorded in {summary['results_path']} and the model card\n")
     print(summary["table"])
+
+
+def cmd_grpo_prompts(args) -> None:
+    from ..train.prompts import ceiling, leaks, mbpp_rows
+
+    rows = mbpp_rows(args.mbpp, args.split)[:args.limit]
+    report = ceiling(rows, mode=args.sandbox)
+    leaked = leaks(rows)
+    kept = rows if args.keep_impossible else [r for r in rows if str(r["id"]) not in set(report["impossible"])]
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    tmp.replace(out)
+    print(json.dumps({"split": args.split, "rows": len(rows), "written": len(kept), "output": str(out),
+                      "ceiling": report, "leaked_tests": leaked,
+                      "dropped": [] if args.keep_impossible else report["impossible"]}, indent=2))
 
 
 def cmd_tiny_model(args) -> None:

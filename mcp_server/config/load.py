@@ -270,6 +270,8 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
         cfg.model.name = _resolve_model_name(cfg.model.name, base)
     if cfg.teacher is not None:
         cfg.teacher.name = _resolve_teacher_name(cfg.teacher.name, base)
+    if cfg.grpo.heldout_path:
+        cfg.grpo.heldout_path = str(_existing(_absolute(cfg.grpo.heldout_path, base), "grpo.heldout_path"))
     cfg.chat_template = _resolve_chat_template(cfg.chat_template, base)
     if cfg.output.adapter_dir:
         cfg.output.adapter_dir = str(_absolute(cfg.output.adapter_dir, base))

@@ -17,7 +17,7 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 TINY_PREFIX = "tiny:"
 TINY_ARCHS = ("qwen3", "llama3", "gemma4")
 DataFormat = Literal["auto", "messages", "prompt_completion", "traces", "prompts"]
-REWARDS = ("format", "length")  # the built-in rewards of training.method grpo (train/rewards.py)
+REWARDS = ("tests", "tests_all", "format", "length")  # grpo's built-in rewards (train/rewards.py, kit)
 
 
 def untitled(schema: dict) -> None:
@@ -250,8 +250,16 @@ class GrpoSection(Section):
     rewards: dict[str, float] = Field(
         default_factory=lambda: {"format": 1.0},
         description="Reward name -> weight, combined as a weighted sum; each component is logged on its own "
-        "(rewards/<name>/mean). format = one fenced code block, nothing else; length = 1 - |tokens - "
-        "length_target| / length_target, floored at 0 (the tutorial's minimal demo).")
+        "(rewards/<name>/mean). tests = the share of the row's asserts the code passes, run in the sandbox and "
+        "judged outside the code's process; tests_all = 1 only when all pass; format = one fenced code block, "
+        "nothing else; length = 1 - |tokens - length_target| / length_target, floored at 0 (the tutorial's "
+        "minimal demo).")
+    sandbox: Literal["auto", "namespaces", "confined", "unsafe-host"] = Field(
+        "auto", description="Where the tests reward runs the generated code (the eval kit's sandbox; confined on "
+        "HF Jobs, where namespaces are unavailable). unsafe-host only when chosen, and labelled.")
+    heldout_path: str | None = Field(None, description="Prompt rows for the held-out curve (e.g. MBPP's "
+                                     "validation split from `tunepack grpo-prompts`); default: data.eval_fraction "
+                                     "of the rows, by id.")
     length_target: int = Field(64, ge=1, description="The completion length (tokens) the length reward pays for.")
     num_generations: int = Field(8, ge=2, le=64, description="Completions per prompt (a group). Prompts per step = "
                                  "batch x accumulation / num_generations.")

@@ -89,8 +89,11 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "trackio_group": f"distill-{distill['mode']}" if distill else None,
         "distill": distill,
     }
+    kit = _grpo_kit(cfg)
+    if kit:
+        info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in kit.items()}
     return render_template(
-        TEMPLATES[method],
+        TEMPLATES[method], kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
         pins=pins() + extra_dependencies(cfg),
         tunepack_version=__version__,
         run_name=run_name,
@@ -102,6 +105,15 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )
+
+
+def _grpo_kit(cfg: TrainConfig) -> dict[str, str]:
+    """The eval kit's sources, for a GRPO run whose rewards run code (tests, tests_all) in its sandbox."""
+    if cfg.training.method != "grpo" or not {"tests", "tests_all"} & set(cfg.grpo.rewards):
+        return {}
+    from ..evals.render import kit_sources
+
+    return kit_sources()
 
 
 def _provenance(cfg: TrainConfig) -> dict | None:

@@ -1,0 +1,87 @@
+"""Prompt-only rows for GRPO, and the checks a reward needs before money is spent.
+
+    rows = mbpp_rows("mbpp.jsonl", "train")        # {id, prompt, tests, setup, solution, visible_test}
+    report = ceiling(rows, mode="auto")            # each reference solution through the tests reward
+    leaks(rows)                                    # ids whose scored tests appear in their prompt
+
+MBPP's splits by task id (the dataset's own): prompt 1-10, test 11-510, validation 511-600, train 601-974.
+Train on train, draw the held-out curve (and sweep selection) on validation, and keep test for the final
+eval only. A prompt shows the task, the function's signature (from the reference solution) and one visible
+test, which is then not scored; the other asserts are the reward.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ..errors import DataError
+
+MBPP_SPLITS = {"prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974)}
+
+
+def signature(solution: str, tests: list[str]) -> str | None:
+    """``def name(args):`` of the function the tests call, from the reference solution."""
+    try:
+        tree = ast.parse(solution.replace("\r\n", "\n").replace("\t", "    "))
+    except SyntaxError:
+        return None
+    called = " ".join(tests)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    chosen = next((f for f in functions if f"{f.name}(" in called), functions[-1] if functions else None)
+    return f"def {chosen.name}({ast.unparse(chosen.args)}):" if chosen else None
+
+
+def mbpp_rows(path: str | Path, split: str) -> list[dict]:
+    if split not in MBPP_SPLITS:
+        raise DataError(f"MBPP has no split '{split}'.", f"use one of: {', '.join(MBPP_SPLITS)}.")
+    low, high = MBPP_SPLITS[split]
+    rows = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        raw = json.loads(line)
+        if low <= int(raw["task_id"]) <= high:
+            rows.append(_mbpp_row(raw))
+    if not rows:
+        raise DataError(f"{path} holds no MBPP task of the {split} split (task ids {low}-{high}).",
+                        "point at MBPP's full jsonl (task_id, text, code, test_list, test_setup_code).")
+    return rows
+
+
+def _mbpp_row(raw: dict) -> dict:
+    tests = list(raw["test_list"])
+    visible = tests[0]
+    scored = [t for t in tests[1:] if t.strip() != visible.strip()] or tests[:1]  # a repeat of the shown test is no test
+    sig = signature(raw["code"], tests)
+    prompt = (f"{raw['text']}\n\n" + (f"Complete this function:\n{sig}\n\n" if sig else "")
+              + f"Your code should pass this test:\n{visible}\n\nAnswer with one Python code block.")
+    return {"id": f"mbpp/{raw['task_id']}", "prompt": prompt, "tests": scored, "visible_test": visible,
+            "setup": raw.get("test_setup_code") or "", "solution": raw["code"].replace("\r\n", "\n")}
+
+
+def leaks(rows: list[dict]) -> list[str]:
+    """Ids of rows whose prompt shows a test that is also scored (the answer is handed over)."""
+    return [str(r.get("id")) for r in rows if any(t.strip() and t.strip() in r["prompt"] for t in r.get("tests") or [])]
+
+
+def ceiling(rows: list[dict], mode: str = "auto", workers: int = 2) -> dict:
+    """Each row's reference solution through the tests reward in the sandbox: the solvable share (the reward's
+    ceiling) and the ids it cannot pass (impossible here: drop them, or the ceiling is below 1)."""
+    from ..evals.kit.sandbox import Sandbox
+    from ..evals.kit.testreward import tests_fraction
+
+    with_solution = [r for r in rows if r.get("solution") and r.get("tests")]
+    box = Sandbox(mode, workers=workers).start()
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            scores = list(pool.map(lambda r: tests_fraction(box, r, f"```python\n{r['solution']}\n```"), with_solution))
+        used = box.mode
+    finally:
+        box.close()
+    impossible = [str(r["id"]) for r, s in zip(with_solution, scores, strict=True) if s < 1.0]
+    n = len(with_solution)
+    return {"problems": n, "solvable": n - len(impossible), "ceiling": round((n - len(impossible)) / n, 4) if n else None,
+            "impossible": impossible, "sandbox": used, "without_solution": len(rows) - n}
