@@ -161,3 +161,33 @@ def test_a_grpo_run_with_the_tests_reward_runs_the_code_in_the_sandbox(tmp_path)
     curve = manifest["grpo"]["curve"]
     assert curve and set(curve[-1]["components"]) == {"tests", "format"} and curve[-1]["n"] == 1
     assert manifest["heldout"]["by"] == "file"
+
+
+def _logs(train, clipped=None, flat=None, evals=()):
+    records = []
+    for step, reward in enumerate(train, start=1):
+        record = {"step": step, "reward": reward}
+        if clipped is not None:
+            record["completions/clipped_ratio"] = clipped[step - 1]
+        if flat is not None:
+            record["frac_reward_zero_std"] = flat[step - 1]
+        records.append(record)
+    for step, mean, stderr in evals:
+        records.append({"step": step, "eval/reward": mean, "eval/reward_stderr": stderr})
+    return sorted(records, key=lambda r: r["step"])
+
+
+def test_reward_hacking_signs_are_named_and_a_healthy_run_has_none():
+    from mcp_server.train.rewards import hacking_signs
+
+    rising = [0.1, 0.1, 0.2, 0.4, 0.6, 0.8]
+    gamed = hacking_signs(_logs(rising, evals=[(0, 0.50, 0.03), (6, 0.30, 0.03)]))
+    assert gamed and "held-out reward fell from 0.5 to 0.3" in gamed
+    assert hacking_signs(_logs(rising, evals=[(0, 0.50, 0.03), (6, 0.62, 0.03)])) is None  # both rose: learning
+    assert hacking_signs(_logs(rising, evals=[(0, 0.50, 0.10), (6, 0.40, 0.10)])) is None  # within the noise
+    pinned = hacking_signs(_logs(rising, clipped=[0.5, 0.6, 0.8, 1.0, 1.0, 0.96]))
+    assert pinned and "pinned at max_completion_length" in pinned
+    assert hacking_signs(_logs(rising, clipped=[1.0] * 6)) is None  # pinned from the start: not something learnt
+    flat = hacking_signs(_logs(rising, flat=[0.2, 0.3, 0.5, 0.95, 1.0, 1.0]))
+    assert flat and "zero reward variance" in flat
+

@@ -274,6 +274,10 @@ class GrpoSection(Section):
     eval_steps: int | None = Field(None, ge=1, description="Score the held-out prompts every N steps "
                                    "(eval/reward; default: training.logging_steps).")
     eval_prompts: int = Field(64, ge=1, description="At most this many held-out prompts per evaluation.")
+    stop_on_hacking: bool = Field(True, description="Stop the run (its adapter saved as it is) when its reward "
+                                  "looks gamed: the trained reward rising while the held-out one falls, completion "
+                                  "length pinned at max_completion_length, or nearly every group flat. A Trackio "
+                                  "alert and a TUNEPACK_ALERT line say why either way.")
 
     @field_validator("rewards")
     @classmethod

@@ -25,6 +25,7 @@ KINDS = {
     "EVALUATED": "pipeline or eval job: the evaluation summary recorded with the adapter",
     "EVAL": "eval script: the raw results",
     "PREFLIGHT": "preflight job: pass or fail, with each check",
+    "ALERT": "GRPO script: reward hacking suspected (title, reason, step, whether the run stopped)",
 }
 
 

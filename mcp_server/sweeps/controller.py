@@ -29,6 +29,7 @@ from ..config import TrainConfig
 from ..errors import TunepackError
 from ..jobs import JobBackend, estimate, failure_error, flavor_info, get_backend
 from ..ledger import Ledger, LedgerError
+from ..train.rewards import hacking_signs
 from .monitor import clean_loss_logs, divergence, eval_value, failure_kind, fire_alert, metric_records, update_from_log
 from .state import ACTIVE, FINAL, FailureKind, RunState, SweepState, read_plan, read_state, write_state
 
@@ -114,7 +115,7 @@ class Controller:
             run.status = "running" if info.stage == "RUNNING" else "submitted"
             stop = self.state.early_stop
             if stop.get("enabled", True):
-                reason = divergence(records, stop.get("patience", 3))
+                reason = divergence(records, stop.get("patience", 3)) or hacking_signs(records)  # GRPO's signs too
                 if reason:
                     self._stop(run, job_id, reason)
             return

@@ -51,3 +51,33 @@ def mean_and_stderr(values: Sequence[float]) -> tuple[float, float]:
         return mean, 0.0
     variance = sum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, math.sqrt(variance / n)
+
+
+PINNED = 0.95  # completions cut at max_completion_length in at least this share of a step's completions
+FLAT = 0.9  # groups whose completions all scored alike (no advantage, no signal)
+RECENT = 3  # logs a sign must hold for
+
+
+def hacking_signs(records: Sequence[dict]) -> str | None:
+    """Why a GRPO run looks like it games its reward, from its metric records (TUNEPACK_METRIC lines), or None:
+    - the trained reward rose while the held-out reward fell by more than two standard errors;
+    - completion length became pinned at max_completion_length (clipped in >= 95 % for the last 3 logs, having
+      been lower before);
+    - nearly every group became flat (>= 90 % of groups with zero reward variance for the last 3 logs, having
+      been lower before): no signal is left to learn from."""
+    evals = [r for r in records if "eval/reward" in r]
+    train = [r["reward"] for r in records if "reward" in r]
+    if len(evals) >= 2 and len(train) >= 2 * RECENT:
+        first, last = evals[0], evals[-1]
+        spread = 2 * math.sqrt(first.get("eval/reward_stderr", 0.0) ** 2 + last.get("eval/reward_stderr", 0.0) ** 2)
+        rose = sum(train[-RECENT:]) / RECENT - sum(train[:RECENT]) / RECENT
+        if rose > 0 and last["eval/reward"] < first["eval/reward"] - spread:
+            return (f"the trained reward rose by {rose:.3g} while the held-out reward fell from "
+                    f"{first['eval/reward']:.3g} to {last['eval/reward']:.3g} (more than 2 standard errors)")
+    for key, limit, what in (("completions/clipped_ratio", PINNED, "completion length is pinned at "
+                              "max_completion_length"),
+                             ("frac_reward_zero_std", FLAT, "nearly every group has zero reward variance")):
+        values = [r[key] for r in records if key in r]
+        if len(values) > RECENT and all(v >= limit for v in values[-RECENT:]) and min(values[:-RECENT]) < limit:
+            return f"{what} ({key} {values[-1]:.2f} for the last {RECENT} logs, {min(values[:-RECENT]):.2f} before)"
+    return None
