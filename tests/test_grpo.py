@@ -191,3 +191,15 @@ def test_reward_hacking_signs_are_named_and_a_healthy_run_has_none():
     flat = hacking_signs(_logs(rising, flat=[0.2, 0.3, 0.5, 0.95, 1.0, 1.0]))
     assert flat and "zero reward variance" in flat
 
+
+
+def test_sweeps_of_grpo_select_on_the_held_out_reward_and_distillation_on_its_kl(tmp_path):
+    from mcp_server.sweeps.plan import _metric
+    from mcp_server.sweeps.spec import SweepSpec
+
+    base = parse_config(_raw(tmp_path))
+    spec = SweepSpec.model_validate({"name": "s", "base": "x.yaml", "grid": {"training.learning_rate": [0.01, 0.02]}})
+    assert _metric(spec, base) == {"name": "eval/reward", "direction": "max", "reduce": "last"}
+    spec = SweepSpec.model_validate({"name": "s", "base": "x.yaml", "grid": {"distill.lmbda": [0.0, 1.0]},
+                                     "metric": {"name": "eval/distill/kl"}})
+    assert _metric(spec, base)["direction"] == "min"

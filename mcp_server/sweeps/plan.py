@@ -88,9 +88,12 @@ def ledger_variable(changes: dict[str, Any]) -> tuple[str, Any]:
 
 def _metric(spec: SweepSpec, base: TrainConfig) -> dict:
     name = spec.metric.name
+    if name is None and base.training.method == "grpo":  # the held-out reward curve, when there is one
+        name = "eval/reward" if (base.data.eval_fraction or base.grpo.heldout_path) else "reward"
     if name is None:
         name = "eval_loss" if (base.data.eval_fraction or base.data.eval_split) else "loss"
-    if name.startswith("eval/") and name.count("/") >= 2:
+    # the training scripts' own held-out metrics (eval/distill/kl, eval/reward/tests) are logged, not eval tasks
+    if name.startswith("eval/") and name.count("/") >= 2 and not name.startswith(("eval/distill/", "eval/reward/")):
         from ..evals.kit.scorenames import known_prefixes
 
         task = name.split("/")[1]
