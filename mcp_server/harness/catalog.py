@@ -273,6 +273,26 @@ Read the skill `tunepack-sweeps` first (and `tunepack-experiments` for the ledge
    table, the best run and its adapter (registry name + version), and the ledger's stop verdict.
    Publish only with my yes (registry_publish).""",
     ),
+    Command(
+        name="tunepack-grpo",
+        description="Train a tunepack model with GRPO on verifiable rewards: prompt rows with their tests, the "
+                    "reward's ceiling, a held-out reward curve, reward hacking watched, then evaluate.",
+        argument_hint="MODEL [ADAPTER] PROMPTS_OR_MBPP [rewards, steps, flavor]",
+        body=f"""Train with GRPO for: $ARGUMENTS
+
+Read the skill `tunepack-grpo` first (and `tunepack-pipeline` for the contract). {_SKILLS}
+
+1. Prompt rows: for MBPP, `tunepack grpo-prompts --mbpp FILE --split train` and `--split validation`
+   (the held-out curve); report the ceiling, the dropped problems and any leaked tests. Never select on
+   MBPP's test split.
+2. Write the config: training.method grpo, grpo.rewards with weights (tests first; a weight of 0 logs
+   a reward without training on it), grpo.heldout_path, num_generations, and the sizing (prompts per
+   step = batch x accumulation / generations): say it plainly.
+3. pipeline_validate, then pipeline_preflight (cost quote; a paid flavor needs my yes), then
+   pipeline_run. Follow it; if a TUNEPACK_ALERT says reward hacking, stop and tell me why.
+4. Answer with the held-out reward first -> last with its standard errors, each reward component,
+   and the adapter (registry name + version); evaluate it with eval_start on the standard tasks.""",
+    ),
 )
 
 
