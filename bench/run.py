@@ -31,7 +31,7 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ORDER = ["sft", "server_startup", "tools", "viewer", "traces", "evals", "spine", "families", "gpu_check", "gpu",
-         "hf_smoke", "remote_cache", "redact_speed", "nextaction"]
+         "hf_smoke", "remote_cache", "redact_speed", "nextaction", "rewards"]
 GPU_ONLY = {"gpu_check", "gpu"}  # at full size they need CUDA; without it their --quick CPU path runs
 HUB_ONLY = {"hf_smoke"}  # at full size it runs a (cheap) real HF job: only when asked by name with HF_TOKEN set
 NOISE = re.compile(r"^(Generating|Writing model shards|Loading weights|Map|Tokenizing|Packing|Building labels|"

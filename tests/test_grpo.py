@@ -70,6 +70,7 @@ def grpo_run(tmp_path_factory) -> dict:
 
 def test_the_held_out_reward_rises_by_more_than_two_standard_errors(grpo_run):
     manifest = json.loads((Path(grpo_run["adapter_path"]) / "tunepack_manifest.json").read_text())
+    assert manifest["grpo"]["signal"]["mixed_share"] >= 0.10  # the signal check passed: some groups disagree
     curve = manifest["grpo"]["curve"]
     assert [c["step"] for c in curve] == [0, 4, 8, 12, 16, 20] and all(c["n"] > 10 for c in curve)
     first, last = curve[:3], curve[-3:]
@@ -148,7 +149,7 @@ def test_a_grpo_run_with_the_tests_reward_runs_the_code_in_the_sandbox(tmp_path)
            "training": {"method": "grpo", "max_steps": 2, "per_device_train_batch_size": 4, "logging_steps": 1,
                         "learning_rate": 0.01},
            "grpo": {"rewards": {"tests": 1.0, "format": 0.2}, "num_generations": 4, "max_completion_length": 24,
-                    "heldout_path": str(tmp_path / "val.jsonl")},
+                    "heldout_path": str(tmp_path / "val.jsonl"), "signal_check": False},
            "tracking": {"project": "grpo-e2e"}, "output": {"name": "grpo-tests"}, "eval": {"tasks": []}}
     path = tmp_path / "tests.yaml"
     path.write_text(yaml.safe_dump(raw))
@@ -161,6 +162,13 @@ def test_a_grpo_run_with_the_tests_reward_runs_the_code_in_the_sandbox(tmp_path)
     curve = manifest["grpo"]["curve"]
     assert curve and set(curve[-1]["components"]) == {"tests", "format"} and curve[-1]["n"] == 1
     assert manifest["heldout"]["by"] == "file"
+    # with the signal check on, the random replica's groups all score 0: refused before training, with the fix
+    raw["grpo"]["signal_check"] = True
+    path.write_text(yaml.safe_dump(raw))
+    refused = run_cli("run", str(path), "--json")
+    assert refused.returncode != 0
+    assert "groups from the starting model have mixed rewards" in refused.stderr
+    assert "start from an SFT adapter of the task" in refused.stderr
 
 
 def _logs(train, clipped=None, flat=None, evals=()):
@@ -203,3 +211,24 @@ def test_sweeps_of_grpo_select_on_the_held_out_reward_and_distillation_on_its_kl
     spec = SweepSpec.model_validate({"name": "s", "base": "x.yaml", "grid": {"distill.lmbda": [0.0, 1.0]},
                                      "metric": {"name": "eval/distill/kl"}})
     assert _metric(spec, base)["direction"] == "min"
+
+
+def test_the_generation_path_is_chosen_with_its_reason():
+    from mcp_server.train.speed import generation_plan
+
+    gpu = generation_plan("auto", cuda=True, vllm_installed=True, use_4bit=False)
+    assert gpu["use_vllm"] and gpu["vllm_mode"] == "colocate" and gpu["vllm_gpu_memory_utilization"] == 0.3
+    qlora = generation_plan("auto", cuda=True, vllm_installed=True, use_4bit=True)
+    assert not qlora["use_vllm"] and "QLoRA with vLLM breaks" in qlora["reason"]
+    assert generation_plan("vllm", cuda=True, vllm_installed=True, use_4bit=True)["error"]
+    assert not generation_plan("auto", cuda=False, vllm_installed=True, use_4bit=False)["use_vllm"]
+    assert "not installed" in generation_plan("auto", cuda=True, vllm_installed=False, use_4bit=False)["reason"]
+
+
+def test_grpo_with_vllm_renders_vllm_into_the_script_dependencies(tmp_path):
+    from mcp_server.train.render import render_script
+
+    script = render_script(parse_config(_raw(tmp_path, grpo={"generation": "vllm", "num_generations": 4})))
+    header = script.split("# ///", 2)[1]
+    assert '"vllm"' in header and "torch==" not in header
+    assert "class GrpoRun(Run)" in script and "def generation_plan(" in script

@@ -274,6 +274,14 @@ class GrpoSection(Section):
     eval_steps: int | None = Field(None, ge=1, description="Score the held-out prompts every N steps "
                                    "(eval/reward; default: training.logging_steps).")
     eval_prompts: int = Field(64, ge=1, description="At most this many held-out prompts per evaluation.")
+    generation: Literal["auto", "vllm", "transformers"] = Field(
+        "auto", description="How completions are generated: auto = vLLM colocate on a GPU with vllm installed and "
+        "LoRA in bf16, else transformers (a 4-bit model always generates through transformers: QLoRA with vLLM "
+        "merges into 4-bit weights, lossy); vllm adds vllm to the script's dependencies.")
+    signal_check: bool = Field(True, description="Before training: num_generations samples for up to "
+                               "signal_prompts train prompts from the starting model; refuse when under 10 % of the "
+                               "groups have mixed rewards (no advantage to learn from), with the fix.")
+    signal_prompts: int = Field(16, ge=1, le=256, description="Prompts the signal check samples.")
     stop_on_hacking: bool = Field(True, description="Stop the run (its adapter saved as it is) when its reward "
                                   "looks gamed: the trained reward rising while the held-out one falls, completion "
                                   "length pinned at max_completion_length, or nearly every group flat. A Trackio "

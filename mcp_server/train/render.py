@@ -94,7 +94,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in kit.items()}
     return render_template(
         TEMPLATES[method], kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
-        pins=pins() + extra_dependencies(cfg),
+        pins=_grpo_pins(cfg, pins() + extra_dependencies(cfg)),
         tunepack_version=__version__,
         run_name=run_name,
         config_hash=info["config_hash"],
@@ -105,6 +105,13 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )
+
+
+def _grpo_pins(cfg: TrainConfig, pinned: list[str]) -> list[str]:
+    """grpo.generation vllm: vLLM pins its own torch, so the resolver picks both."""
+    if cfg.training.method != "grpo" or cfg.grpo.generation != "vllm":
+        return pinned
+    return [p for p in pinned if not p.startswith(("torch==", "bitsandbytes=="))] + ["vllm"]
 
 
 def _grpo_kit(cfg: TrainConfig) -> dict[str, str]:

@@ -81,3 +81,15 @@ def hacking_signs(records: Sequence[dict]) -> str | None:
         if len(values) > RECENT and all(v >= limit for v in values[-RECENT:]) and min(values[:-RECENT]) < limit:
             return f"{what} ({key} {values[-1]:.2f} for the last {RECENT} logs, {min(values[:-RECENT]):.2f} before)"
     return None
+
+
+MIXED_FLOOR = 0.10  # below this share of groups with mixed rewards, GRPO has (almost) nothing to learn from
+
+
+def group_signal(scores: Sequence[float], group: int) -> dict:
+    """Mean reward and the share of groups (``group`` consecutive completions of one prompt) whose rewards
+    differ: a flat group gives every completion the same advantage, zero."""
+    groups = [scores[i:i + group] for i in range(0, len(scores), group)]
+    mixed = sum(1 for g in groups if max(g) - min(g) > 1e-9)
+    return {"groups": len(groups), "mixed": mixed, "mixed_share": round(mixed / len(groups), 4) if groups else 0.0,
+            "mean_reward": round(sum(scores) / len(scores), 5) if scores else 0.0}

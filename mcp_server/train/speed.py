@@ -71,3 +71,31 @@ def speed_plan(*, packing, checkpointing, batch: int, accumulation: int, cuda: b
     choose("workers", 2 if cuda else 0, "dataloader workers feed the GPU" if cuda
            else "no dataloader workers: the cores go to the math")
     return plan
+
+
+def generation_plan(setting: str, cuda: bool, vllm_installed: bool, use_4bit: bool) -> dict:
+    """How GRPO generates its completions, and why (grpo.generation: auto | vllm | transformers).
+    vLLM colocate shares the training GPU (30 % of its memory for the engine, the LoRA weights synced in bf16
+    each step); QLoRA with vLLM breaks in TRL (the adapter would be merged into 4-bit weights, lossy), so a 4-bit
+    model generates through transformers on its own 4-bit weights."""
+    plan: dict[str, Any] = {"use_vllm": False, "vllm_mode": None, "vllm_gpu_memory_utilization": None, "error": None}
+    if setting == "vllm" and use_4bit:
+        plan["error"] = ("grpo.generation is vllm but the model trains in 4-bit (QLoRA): TRL would merge the "
+                         "adapter into 4-bit weights for vLLM, which is lossy.",
+                         "set quantization: none (LoRA in bf16, vLLM colocate), or grpo.generation: transformers.")
+        return plan
+    if setting == "transformers" or not cuda:
+        plan["reason"] = "transformers generate: " + ("as configured" if setting == "transformers" else "no CUDA")
+    elif use_4bit:
+        plan["reason"] = ("transformers generate on the 4-bit weights: QLoRA with vLLM breaks in TRL (the adapter "
+                          "would be merged into 4-bit weights, lossy)")
+    elif not vllm_installed:
+        plan["reason"] = "transformers generate: vllm is not installed (grpo.generation: vllm adds it to the script)"
+        if setting == "vllm":
+            plan["error"] = ("grpo.generation is vllm but vllm is not installed here.",
+                             "run the script with uv (its header lists vllm), or install vllm.")
+    else:
+        plan.update(use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
+                    reason="vLLM colocate: the engine shares the training GPU (30 % of its memory), LoRA in bf16 "
+                           "synced into it every step")
+    return plan
