@@ -1,0 +1,105 @@
+"""The sections of the methods beyond SFT: distillation (teacher, distill) and GRPO (grpo).
+
+Each method's knobs live in its own section of TrainConfig; the cross-section rules (a teacher needs
+training.method distill, grpo needs prompt rows, ...) stay with TrainConfig's validators in schema.py.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from .section import Section
+
+REWARDS = ("tests", "tests_all", "format", "length")  # grpo's built-in rewards (train/rewards.py, kit)
+
+
+class TeacherSection(Section):
+    """The model a distillation run learns from (training.method: distill)."""
+
+    name: str = Field(description="Hub id, a local model folder, or a local PEFT adapter folder (its base model plus "
+                      "the adapter, merged in memory). Its tokenizer must give the student's ids on the run's rows.",
+                      min_length=1)
+    revision: str | None = Field(None, description="Hub revision (branch, tag or commit) of the teacher.")
+    quantization: Literal["auto", "4bit", "none"] = Field(
+        "auto", description="4bit = load the teacher in nf4 (frozen, so no quality cost to training beyond its "
+        "own rounding); none = the weights' dtype; auto = 4bit on CUDA when the memory quote says teacher and "
+        "student do not fit the GPU otherwise.")
+    trust_remote_code: bool = Field(False, description="Allow the teacher's custom modelling code from the hub.")
+
+
+class DistillSection(Section):
+    """Generalized knowledge distillation (GKD): where the training tokens come from, and which divergence."""
+
+    lmbda: float = Field(0.0, ge=0, le=1, description="Share of batches the student writes itself (on-policy: the "
+                         "student generates the turn, the teacher scores it). 0 = off-policy (the recorded turns), "
+                         "1 = on-policy only.")
+    beta: float = Field(0.0, ge=0, le=1, description="Divergence: 0 = forward KL(teacher || student) (mode-covering, "
+                        "the usual start), 0.5 = Jensen-Shannon, 1 = reverse KL (mode-seeking).")
+    temperature: float = Field(1.0, gt=0, le=10, description="Softmax temperature of both models in the loss and "
+                               "of the student's sampling on-policy.")
+    max_new_tokens: int = Field(128, ge=1, le=4096, description="Longest turn the student writes on-policy; it "
+                                "stops earlier at its end of turn or at the end of its first tool call.")
+
+    @property
+    def mode(self) -> str:
+        """off-policy, on-policy or mixed (the Trackio group: the modes' losses are not comparable)."""
+        return "off-policy" if self.lmbda == 0 else "on-policy" if self.lmbda == 1 else f"mixed-lmbda{self.lmbda:g}"
+
+
+class GrpoSection(Section):
+    """GRPO: the model writes num_generations completions per prompt; each is scored by the rewards, and the
+    advantages are the scores relative to their group's."""
+
+    rewards: dict[str, float] = Field(
+        default_factory=lambda: {"format": 1.0},
+        description="Reward name -> weight, combined as a weighted sum; each component is logged on its own "
+        "(rewards/<name>/mean). tests = the share of the row's asserts the code passes, run in the sandbox and "
+        "judged outside the code's process; tests_all = 1 only when all pass; format = one fenced code block, "
+        "nothing else; length = 1 - |tokens - length_target| / length_target, floored at 0 (the tutorial's "
+        "minimal demo).")
+    sandbox: Literal["auto", "namespaces", "confined", "unsafe-host"] = Field(
+        "auto", description="Where the tests reward runs the generated code (the eval kit's sandbox; confined on "
+        "HF Jobs, where namespaces are unavailable). unsafe-host only when chosen, and labelled.")
+    heldout_path: str | None = Field(None, description="Prompt rows for the held-out curve (e.g. MBPP's "
+                                     "validation split from `tunepack grpo-prompts`); default: data.eval_fraction "
+                                     "of the rows, by id.")
+    length_target: int = Field(64, ge=1, description="The completion length (tokens) the length reward pays for.")
+    num_generations: int = Field(8, ge=2, le=64, description="Completions per prompt (a group). Prompts per step = "
+                                 "batch x accumulation / num_generations.")
+    max_completion_length: int = Field(256, ge=1, le=8192, description="Longest completion (tokens).")
+    temperature: float = Field(1.0, gt=0, le=2, description="Sampling temperature of the completions (groups need "
+                               "different completions to have a signal).")
+    beta: float = Field(0.0, ge=0, description="KL penalty to the starting model; 0 = none (TRL's default: no "
+                        "reference model in memory).")
+    loss_type: Literal["dapo", "grpo", "dr_grpo", "bnpo"] = Field(
+        "dapo", description="TRL's loss normalisation; dapo (TRL's default) averages over all tokens of the batch, "
+        "so long completions do not dominate.")
+    eval_steps: int | None = Field(None, ge=1, description="Score the held-out prompts every N steps "
+                                   "(eval/reward; default: training.logging_steps).")
+    eval_prompts: int = Field(64, ge=1, description="At most this many held-out prompts per evaluation.")
+    generation: Literal["auto", "vllm", "transformers"] = Field(
+        "auto", description="How completions are generated: auto = vLLM colocate on a GPU with vllm installed and "
+        "LoRA in bf16, else transformers (a 4-bit model always generates through transformers: QLoRA with vLLM "
+        "merges into 4-bit weights, lossy); vllm adds vllm to the script's dependencies.")
+    signal_check: bool = Field(True, description="Before training: num_generations samples for up to "
+                               "signal_prompts train prompts from the starting model; refuse when under 10 % of the "
+                               "groups have mixed rewards (no advantage to learn from), with the fix.")
+    signal_prompts: int = Field(16, ge=1, le=256, description="Prompts the signal check samples.")
+    stop_on_hacking: bool = Field(True, description="Stop the run (its adapter saved as it is) when its reward "
+                                  "looks gamed: the trained reward rising while the held-out one falls, completion "
+                                  "length pinned at max_completion_length, or nearly every group flat. A Trackio "
+                                  "alert and a TUNEPACK_ALERT line say why either way.")
+
+    @field_validator("rewards")
+    @classmethod
+    def _known_rewards(cls, value: dict[str, float]) -> dict[str, float]:
+        if not value:
+            raise ValueError("no reward: name at least one, e.g. {format: 1.0}")
+        unknown = sorted(set(value) - set(REWARDS))
+        if unknown:
+            raise ValueError(f"unknown reward {', '.join(unknown)}; built in: {', '.join(REWARDS)}")
+        if all(w == 0 for w in value.values()):
+            raise ValueError("every reward weight is 0: nothing would be optimised")
+        return value
