@@ -55,8 +55,8 @@ def models_for(entry: AdapterVersion, remote: bool = False) -> list[dict]:
                         "cannot load it.", "evaluate this adapter locally (backend local).")
     pinned = {"adapter_revision": entry.hub_commit} if adapter == entry.hub_repo and entry.hub_commit else {}
     models = [{"label": "base", "base": base}, {"label": "adapter", "base": base, "adapter": adapter, **pinned}]
-    teacher = teacher_for(read_manifest(entry.path), remote)
-    return models + ([teacher] if teacher else [])
+    manifest = read_manifest(entry.path)
+    return models + [m for m in (teacher_for(manifest, remote), start_for(manifest, remote)) if m]
 
 
 def teacher_for(manifest: dict, remote: bool) -> dict | None:
@@ -71,6 +71,22 @@ def teacher_for(manifest: dict, remote: bool) -> dict | None:
         return None
     return {"label": "teacher", "base": teacher["base"], **({"adapter": teacher["adapter"]} if teacher.get("adapter")
                                                               else {})}
+
+
+def start_for(manifest: dict, remote: bool) -> dict | None:
+    """A GRPO run's starting adapter as a third model (where the reinforcement learning began), when it can be
+    loaded: here its registry folder (else its Hub repo at the recorded commit), in a remote job only its Hub repo.
+    Left out when neither is there, or when its base is a local folder a remote job cannot read."""
+    start = (manifest.get("grpo") or {}).get("start")
+    if not start:
+        return None
+    folder, repo = start.get("adapter"), start.get("hub_repo")
+    if not remote and folder and (Path(folder) / "adapter_config.json").is_file():
+        return {"label": "start", "base": start["base"], "adapter": folder}
+    if not repo or (remote and (start["base"].startswith("tiny:") or Path(start["base"]).is_absolute())):
+        return None
+    pinned = {"adapter_revision": start["hub_commit"]} if start.get("hub_commit") else {}
+    return {"label": "start", "base": start["base"], "adapter": repo, **pinned}
 
 
 def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, tracking: dict | None = None,

@@ -62,10 +62,13 @@ def expected_model(manifest: dict | None) -> dict | None:
         return None
     model = (manifest.get("config") or {}).get("model") or {}
     teacher = (manifest.get("distillation") or {}).get("teacher") or {}
+    start = (manifest.get("grpo") or {}).get("start") or {}
     return {"base": manifest.get("model_path") or model.get("name"), "revision": model.get("revision"),
             "template_sha256": manifest.get("chat_template_sha256"),
             # a distilled run: the teacher it learnt from is the only teacher its eval compares with
-            "teacher": {"base": teacher["base"], "adapter": teacher.get("adapter")} if teacher else None}
+            "teacher": {"base": teacher["base"], "adapter": teacher.get("adapter")} if teacher else None,
+            # a GRPO run from a registered adapter: that adapter (its folder, or its Hub repo at the commit)
+            "start": {k: start.get(k) for k in ("base", "adapter", "hub_repo", "hub_commit")} if start else None}
 
 
 def build_spec(ev: EvalSection, models: list[dict], train_data: list[str], manifest: dict | None = None) -> dict:

@@ -2,11 +2,12 @@
 
     check_model({"label": "adapter", "base": B, "adapter": DIR}, expected)   # raises KitError
 
-``expected`` comes from the run's manifest: {"base", "revision", "template_sha256"}. An adapter whose
-adapter_config.json names another base or revision, or whose folder carries another chat template,
-is refused before any sample: scores of other weights, or of the same weights prompted another
+``expected`` comes from the run's manifest: {"base", "revision", "template_sha256", "teacher", "start"}.
+An adapter whose adapter_config.json names another base or revision, or whose folder carries another
+chat template, is refused before any sample: scores of other weights, or of the same weights prompted another
 way, are not this run's scores. Without ``expected`` (an adapter from outside the registry) nothing
-is compared.
+is compared. The reference models scored beside them (a distilled run's "teacher", a GRPO run's
+"start" adapter) must be the very ones the run recorded.
 """
 
 from __future__ import annotations
@@ -45,16 +46,39 @@ def _template_sha(folder: str) -> str | None:
     return template_sha256(template if isinstance(template, str) else None)
 
 
+def _check_teacher(model: dict, recorded: dict) -> None:
+    if not recorded or not _same_model(model["base"], recorded.get("base")) or \
+            model.get("adapter") != recorded.get("adapter"):
+        raise KitError(f"The teacher model {model['base']} (adapter {model.get('adapter')}) is not the teacher the "
+                       f"run distilled from ({recorded.get('base')}, adapter {recorded.get('adapter')}).", FIX)
+
+
+def _is_start(model: dict, recorded: dict) -> bool:
+    """The recorded starting adapter: its folder, or its Hub repo at the recorded commit (downloaded or not)."""
+    adapter = model.get("adapter")
+    if not recorded or not adapter or not _same_model(model["base"], recorded.get("base")):
+        return False
+    repo = model.get("adapter_repo") or (adapter if adapter == recorded.get("hub_repo") else None)
+    if repo:
+        return repo == recorded.get("hub_repo") and model.get("adapter_revision") == recorded.get("hub_commit")
+    return _same_model(adapter, recorded.get("adapter"))
+
+
+def _check_start(model: dict, recorded: dict) -> None:
+    if not _is_start(model, recorded):
+        where = recorded.get("adapter") or f"{recorded.get('hub_repo')}@{recorded.get('hub_commit')}"
+        given = model.get("adapter_repo") or model.get("adapter")
+        began = f"({recorded.get('base')}, adapter {where})" if recorded else "(it recorded none)"
+        raise KitError(f"The start model {model['base']} (adapter {given}) is not the adapter the GRPO run started "
+                       f"from {began}.", FIX)
+
+
 def check_model(model: dict, expected: dict | None) -> None:
     if not expected:
         return
     label = model["label"]
-    if label == "teacher":  # a reference score, never the adapter's: it must be the teacher the run recorded
-        recorded = expected.get("teacher") or {}
-        if not recorded or not _same_model(model["base"], recorded.get("base")) or \
-                model.get("adapter") != recorded.get("adapter"):
-            raise KitError(f"The teacher model {model['base']} (adapter {model.get('adapter')}) is not the teacher the "
-                           f"run distilled from ({recorded.get('base')}, adapter {recorded.get('adapter')}).", FIX)
+    if label in ("teacher", "start"):  # a reference score, never the adapter's: it must be the one the run recorded
+        (_check_teacher if label == "teacher" else _check_start)(model, expected.get(label) or {})
         return
     if not _same_model(model["base"], expected.get("base")):
         raise KitError(f"The {label} model's base is {model['base']}, but the run trained on {expected.get('base')}.",
