@@ -59,3 +59,55 @@ def test_the_card_gets_the_table_and_model_index_and_keeps_the_rest():
     assert "tunepack" in data.tags
     again = apply_to_card(card, results(sandbox="unsafe-host", isolated=False), name="my-adapter")
     assert ModelCard(again).data.eval_results is None  # replaced, not appended
+
+
+def _with_references(*labels: str) -> dict:
+    """results() with reference models scored beside base and adapter (a teacher, a GRPO run's starting adapter),
+    and a next-action row."""
+    r = results(models=[{"label": "base"}, {"label": "adapter"}, *({"label": label} for label in labels)])
+    scores = {"teacher": 0.75, "start": 0.375}
+    r["tasks"][0]["scores"].update({label: scores[label] for label in labels})
+    r["tasks"][0]["status"].update({label: "scored" for label in labels})
+    r["tasks"][1]["scores"].update({label: None for label in labels})
+    r["tasks"][1]["status"].update({label: "withheld" for label in labels})
+    cell = {"tool_name": {"score": 0.5, "low": 0.4, "high": 0.6, "n": 40}}
+    r["tasks"].append({"task": "next-action", "metric": "tool_name", "n": 40, "samples": 1,
+                       "scores": {label: 0.5 for label in ("base", "adapter", *labels)},
+                       "status": {label: "scored" for label in ("base", "adapter", *labels)},
+                       "metrics": {"base": {"tool_name": {**cell["tool_name"], "score": 0.25}}, "adapter": cell,
+                                   **{label: {"tool_name": {**cell["tool_name"], "score": scores[label]}}
+                                      for label in labels}},
+                       "baseline": {"tool": "bash", "metrics": {"tool_name": {**cell["tool_name"], "score": 0.1}}},
+                       "heldout": {"groups": 4, "turns": 40}, "contamination": None})
+    return r
+
+
+def test_a_starting_adapter_gets_its_own_column_in_both_tables():
+    text = results_markdown(_with_references("start"))
+    assert "| Benchmark | Metric | n | Base model | Base + adapter | Starting adapter | Contamination |" in text
+    assert "| humaneval | pass@1 | 164 | 0.250 | 0.500 | 0.375 | 0/164 (0.0%) |" in text
+    assert "| mbpp | pass@1 | 500 | 0.100 | withheld (contaminated) | withheld (contaminated) | 3/500 (0.6%) |" in text
+    assert "| Metric | n | Most-frequent-tool baseline | Base model | Base + adapter | Starting adapter |" in text
+    assert "| tool_name | 40 | 0.100 [0.40, 0.60] | 0.250 [0.40, 0.60] | 0.500 [0.40, 0.60] | 0.375 [0.40, 0.60] |" \
+        in text
+    assert "Teacher" not in text
+
+
+def test_reference_columns_appear_only_for_the_models_scored():
+    both = results_markdown(_with_references("start", "teacher"))
+    assert "| Base + adapter | Teacher | Starting adapter | Contamination |" in both  # teacher first, then start
+    assert "| humaneval | pass@1 | 164 | 0.250 | 0.500 | 0.750 | 0.375 | 0/164 (0.0%) |" in both
+    assert "| Base + adapter | Teacher | Starting adapter |\n" in both
+    plain = results_markdown(_with_references())
+    assert "Starting adapter" not in plain and "Teacher" not in plain
+    assert "| Base model | Base + adapter | Contamination |" in plain and "| 0.500 [0.40, 0.60] |\n" in plain
+
+
+def test_reference_models_never_enter_model_index():
+    plain, both = _with_references(), _with_references("start", "teacher")  # the teacher scores above the adapter
+    assert [(e.dataset_name, e.metric_value) for e in model_index(both)] == \
+        [(e.dataset_name, e.metric_value) for e in model_index(plain)] == [("HumanEval", 0.5),
+                                                                           ("Next action (held-out sessions)", 0.5)]
+    card = apply_to_card(CARD, both, name="my-grpo")
+    assert "| Starting adapter |" in card and "0.375" not in card.split("---", 2)[1]  # not in the metadata
+    assert "0.75" not in card.split("---", 2)[1]

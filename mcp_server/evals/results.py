@@ -19,6 +19,8 @@ DATASETS = {
 }
 BFCL_DATASET = "gorilla-llm/Berkeley-Function-Calling-Leaderboard"
 NEXT_ACTION = "next-action"
+# models scored beside base and adapter, for comparison only: (label, column title), in column order
+REFERENCES = (("teacher", "Teacher"), ("start", "Starting adapter"))
 
 
 def _interval(row: dict, label: str) -> str:
@@ -47,17 +49,18 @@ def _contamination(row: dict) -> str:
 
 
 def results_markdown(results: dict) -> str:
-    teacher = _has_teacher(results)
+    refs = reference_columns(results)
     lines = [
-        "| Benchmark | Metric | n | Base model | Base + adapter |" + (" Teacher |" if teacher else "") + " Contamination |",
-        "|---|---|---|---|---|" + ("---|" if teacher else "") + "---|",
+        "| Benchmark | Metric | n | Base model | Base + adapter |" + "".join(f" {title} |" for _, title in refs)
+        + " Contamination |",
+        "|---|---|---|---|---|" + "---|" * len(refs) + "---|",
     ]
     for row in results["tasks"]:
         if row["task"] == NEXT_ACTION:
             continue
         n = f"{row['n']}" + (f" × {row['samples']}" if row.get("samples", 1) > 1 else "")
         lines.append(f"| {row['task']} | {row['metric']} | {n} | {_score(row, 'base')} | {_score(row, 'adapter')} | "
-                     + (f"{_score(row, 'teacher')} | " if teacher else "") + f"{_contamination(row)} |")
+                     + "".join(f"{_score(row, label)} | " for label, _ in refs) + f"{_contamination(row)} |")
     if len(lines) == 2:
         lines = []
     lines += next_action_markdown(results)
@@ -91,31 +94,37 @@ def _cell(metric: dict | None) -> str:
     return f"{metric['score']:.3f} [{metric['low']:.2f}, {metric['high']:.2f}]"
 
 
-def _has_teacher(results: dict) -> bool:
-    """A distilled adapter's eval also scored its teacher (a third column; never in model-index)."""
-    return any(m.get("label") == "teacher" for m in results.get("models") or [])
+def reference_columns(results: dict) -> list[tuple[str, str]]:
+    """(label, column title) of the reference models this eval also scored, each a column after the adapter's and
+    never in model-index: a distilled adapter's teacher, a GRPO adapter's starting adapter."""
+    scored = {m.get("label") for m in results.get("models") or []}
+    return [(label, title) for label, title in REFERENCES if label in scored]
+
+
+def _action_cell(row: dict, label: str, name: str) -> str:
+    if (row.get("status") or {}).get(label) == "withheld":
+        return "withheld"
+    return _cell(((row.get("metrics") or {}).get(label) or {}).get(name))
 
 
 def next_action_markdown(results: dict) -> list[str]:
-    """The next-action table: each metric with n, the most-frequent-tool baseline, base and adapter (95 % CI)."""
+    """The next-action table: each metric with n, the most-frequent-tool baseline, base and adapter (95 % CI), then
+    the reference models scored (teacher, starting adapter)."""
     row = next((r for r in results["tasks"] if r["task"] == NEXT_ACTION), None)
     if row is None:
         return []
     base = (row.get("metrics") or {}).get("base") or {}
     adapter = (row.get("metrics") or {}).get("adapter") or {}
-    teacher = ((row.get("metrics") or {}).get("teacher") or {}) if _has_teacher(results) else None
+    refs = reference_columns(results)
     floor = (row.get("baseline") or {}).get("metrics") or {}
     held = row.get("heldout") or {}
     lines = ["", f"Next action on {held.get('turns', row['n'])} assistant turns of {held.get('groups', '?')} held-out "
              f"sessions (baseline: always call `{(row.get('baseline') or {}).get('tool')}`; 95 % intervals):", "",
-             "| Metric | n | Most-frequent-tool baseline | Base model | Base + adapter |" + (" Teacher |" if teacher
-                                                                                         else ""),
-             "|---|---|---|---|---|" + ("---|" if teacher else "")]
+             "| Metric | n | Most-frequent-tool baseline | Base model | Base + adapter |"
+             + "".join(f" {title} |" for _, title in refs), "|---|---|---|---|---|" + "---|" * len(refs)]
     for name, ref in (adapter or base or floor).items():
-        withheld = (row.get("status") or {}).get("adapter") == "withheld"
-        lines.append(f"| {name} | {ref['n']} | {_cell(floor.get(name))} | {_cell(base.get(name))} | "
-                     f"{'withheld' if withheld else _cell(adapter.get(name))} |"
-                     + (f" {_cell(teacher.get(name))} |" if teacher is not None else ""))
+        lines.append(f"| {name} | {ref['n']} | {_cell(floor.get(name))} | "
+                     + " | ".join(_action_cell(row, label, name) for label in ("base", "adapter", *dict(refs))) + " |")
     return lines
 
 
