@@ -6,6 +6,7 @@ Usage:
     tunepack render examples/demo.yaml -o train.py
     tunepack preflight examples/demo.yaml [--backend hf --flavor a10g-small --timeout 7200]
     tunepack run examples/demo.yaml        |  tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
+    tunepack grpo-prompts --mbpp mbpp.jsonl --split train -o train.jsonl  |  grpo-prompts --rows rows.jsonl -o p.jsonl
     tunepack tiny-model --data examples/data/agent_traces.jsonl -o /tmp/tiny [--family llama3]
     tunepack budget show|set PROJECT [USD]  |  tunepack data inspect PATH | preview CONFIG --row N
 """
@@ -58,13 +59,16 @@ def add_parsers(sub) -> None:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("grpo-prompts", help="GRPO prompt rows from MBPP (by its task-id splits), with the reward's "
-                       "ceiling (reference solutions through the tests reward in the sandbox) and leaked tests")
-    p.add_argument("--mbpp", required=True, help="MBPP's jsonl (task_id, text, code, test_list)")
-    p.add_argument("--split", default="train", choices=["prompt", "test", "validation", "train"])
+                       "ceiling (reference solutions through the tests reward in the sandbox) and leaked tests; or, "
+                       "for the tool_call reward, one row per assistant turn of converted agent-trace rows")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--mbpp", help="MBPP's jsonl (task_id, text, code, test_list)")
+    source.add_argument("--rows", help="converted trace rows (jsonl from `tunepack traces convert`: messages + tools)")
+    p.add_argument("--split", default="train", choices=["prompt", "test", "validation", "train"], help="MBPP only")
     p.add_argument("-o", "--output", required=True)
     p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "confined", "unsafe-host"])
     p.add_argument("--keep-impossible", action="store_true", help="keep problems whose reference solution fails")
-    p.add_argument("--limit", type=int, default=None, help="the first N problems only")
+    p.add_argument("--limit", type=int, default=None, help="the first N problems (or prompt rows) only")
     p.set_defaults(func=cmd_grpo_prompts)
 
     p = sub.add_parser("tiny-model", help="build a tiny random-initialised CPU replica of a model family")
@@ -223,18 +227,43 @@ def _print_eval(summary: dict) -> None:
 def cmd_grpo_prompts(args) -> None:
     from ..train.prompts import ceiling, leaks, mbpp_rows
 
+    if args.rows:
+        _tool_prompts(args)
+        return
     rows = mbpp_rows(args.mbpp, args.split)[:args.limit]
     report = ceiling(rows, mode=args.sandbox)
     leaked = leaks(rows)
     kept = rows if args.keep_impossible else [r for r in rows if str(r["id"]) not in set(report["impossible"])]
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
-    tmp.replace(out)
+    out = _write_rows(args.output, kept)
     print(json.dumps({"split": args.split, "rows": len(rows), "written": len(kept), "output": str(out),
                       "ceiling": report, "leaked_tests": leaked,
                       "dropped": [] if args.keep_impossible else report["impossible"]}, indent=2))
+
+
+def _tool_prompts(args) -> None:
+    """grpo-prompts --rows: one prompt row per assistant turn of the trace rows, for the tool_call reward."""
+    from ..errors import DataError
+    from ..train.data import read_local_rows
+    from ..train.prompts import tool_rows
+
+    if not Path(args.rows).is_file():
+        raise DataError(f"{args.rows} is not a file.", "point --rows at the jsonl `tunepack traces convert` wrote.")
+    stats: dict = {}
+    prompts = tool_rows(read_local_rows(args.rows), stats)[:args.limit]
+    if not prompts:
+        raise DataError(f"{args.rows} gives no prompt rows: no assistant turn after the first message ({stats}).",
+                        "point --rows at converted trace rows (messages + tools, or prompt + completion).")
+    out = _write_rows(args.output, prompts)
+    print(json.dumps({**stats, "written": len(prompts), "output": str(out)}, indent=2))
+
+
+def _write_rows(output: str, rows: list[dict]) -> Path:
+    out = Path(output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    tmp.replace(out)
+    return out
 
 
 def cmd_tiny_model(args) -> None:

@@ -3,17 +3,25 @@
     rows = mbpp_rows("mbpp.jsonl", "train")        # {id, prompt, tests, setup, solution, visible_test}
     report = ceiling(rows, mode="auto")            # each reference solution through the tests reward
     leaks(rows)                                    # ids whose scored tests appear in their prompt
+    stats = {}
+    prompts = tool_rows(trace_rows, stats)         # {id, prompt, tools, reference} per assistant turn
 
 MBPP's splits by task id (the dataset's own): prompt 1-10, test 11-510, validation 511-600, train 601-974.
 Train on train, draw the held-out curve (and sweep selection) on validation, and keep test for the final
 eval only. A prompt shows the task, the function's signature (from the reference solution) and one visible
 test, which is then not scored; the other asserts are the reward.
+
+For the tool_call reward (evals/kit/toolreward.py) every assistant turn of converted agent-trace rows
+(``messages`` + ``tools``, or ``prompt`` + ``completion`` turn/window rows) becomes a prompt: the messages
+before it, the row's tools, and the reference, the turn's first tool call or None where it answered in text.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -85,3 +93,74 @@ def ceiling(rows: list[dict], mode: str = "auto", workers: int = 2) -> dict:
     n = len(with_solution)
     return {"problems": n, "solvable": n - len(impossible), "ceiling": round((n - len(impossible)) / n, 4) if n else None,
             "impossible": impossible, "sandbox": used, "without_solution": len(rows) - n}
+
+
+def tool_rows(rows: list[dict], stats: dict | None = None) -> list[dict]:
+    """One prompt row per assistant turn: {id: "<session>:<turn index>", prompt: the messages before the turn,
+    tools, reference: {name, arguments} of its first call, or None for an answer}. Turns whose call names a tool
+    the row does not offer are dropped; ``stats``, when given, is filled with what was written and dropped."""
+    from ..evals.kit.nextaction import _turns_of
+
+    out: list[dict] = []
+    seen: dict[str, str] = {}
+    counts: Counter = Counter()
+    unknown: Counter = Counter()
+    offered: set[str] = set()
+    for row in rows:
+        for turn in _turns_of(row, _session_id(row)):
+            names = {t.get("function", t).get("name") for t in turn.tools}
+            offered |= names
+            prompt = _tool_prompt(turn, names, unknown)
+            if prompt is not None and _unique_id(prompt, seen):
+                counts["calls" if prompt["reference"] else "answers"] += 1
+                out.append(prompt)
+            elif prompt is not None:
+                counts["duplicate"] += 1
+    if stats is not None:
+        stats.update(_tool_stats(rows, out, counts, unknown, offered))
+    return out
+
+
+def _tool_prompt(turn, names: set[str], unknown: Counter) -> dict | None:
+    """The prompt row of one turn; None (counted in ``unknown``) when its call names a tool not in ``names``."""
+    ref = turn.reference[0] if turn.reference else None
+    if ref is not None and ref.name not in names:
+        unknown[ref.name] += 1
+        return None
+    return {"id": f"{turn.session}:{turn.index}", "prompt": turn.context, "tools": turn.tools,
+            "reference": {"name": ref.name, "arguments": ref.arguments} if ref else None}
+
+
+def _session_id(row: dict) -> str:
+    """The row's own id, else its session (source file name / session / part), else a hash of the conversation."""
+    from ..evals.kit.heldout import heldout_json, heldout_source_name
+
+    if row.get("id") not in (None, ""):
+        return str(row["id"])
+    session = row.get("session_id") or row.get("session")
+    if session not in (None, ""):
+        parts = [heldout_source_name(row.get("source")), str(session), str(row.get("part") or "")]
+        return "/".join(p for p in parts if p)
+    conversation = row.get("messages") or [*(row.get("prompt") or []), *(row.get("completion") or [])]
+    return "conversation:" + hashlib.sha256(heldout_json(conversation).encode("utf-8")).hexdigest()[:16]
+
+
+def _unique_id(prompt: dict, seen: dict[str, str]) -> bool:
+    """Make ``prompt["id"]`` unique among ``seen`` (id -> content hash): windows of one session repeat turn indices,
+    so a different prompt under a taken id gets its content hash added; False for an exact duplicate."""
+    body = json.dumps([prompt["prompt"], prompt["reference"]], sort_keys=True, default=str)
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()[:8]
+    if seen.get(prompt["id"], digest) != digest:
+        prompt["id"] += "~" + digest
+    if prompt["id"] in seen:
+        return False
+    seen[prompt["id"]] = digest
+    return True
+
+
+def _tool_stats(rows: list[dict], out: list[dict], counts: Counter, unknown: Counter, offered: set[str]) -> dict:
+    called = Counter(p["reference"]["name"] for p in out if p["reference"])
+    return {"rows": len(rows), "written": len(out), "calls": counts["calls"], "answers": counts["answers"],
+            "dropped": {"unknown_tool": sum(unknown.values()), "duplicate": counts["duplicate"]},
+            "unknown_tools": dict(unknown.most_common()),
+            "tools_seen": {name: called[name] for name in sorted(offered, key=lambda n: (-called[n], str(n)))}}
