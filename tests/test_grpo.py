@@ -57,7 +57,7 @@ def grpo_run(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("grpo")
     raw = _raw(folder, training={"method": "grpo", "learning_rate": 0.02, "max_steps": 20, "logging_steps": 4,
                                  "seed": 0, "warmup_ratio": 0.0, "per_device_train_batch_size": 16},
-               grpo={"rewards": {"length": 1.0}, "length_target": 16, "num_generations": 4,
+               grpo={"rewards": {"length": 1.0}, "length_target": 16, "num_generations": 8,
                      "max_completion_length": 32},
                lora={"r": 16, "alpha": 32, "dropout": 0.0}, tracking={"project": "grpo-e2e"},
                output={"name": "grpo-length"}, eval={"tasks": []})
@@ -84,7 +84,7 @@ def test_the_card_and_trackio_carry_the_curve_and_each_reward(grpo_run):
 
     card = Path(grpo_run["card_path"]).read_text()
     assert "trained with GRPO" in card and "Held-out reward" in card and "length (1.0)" in card
-    assert "2 prompt(s)" not in card and "4 prompt(s) x 4 generations" in card
+    assert "16 completions per step = 2 prompt(s) x 8 generations" in card
     summary = TrackioStore(str(Path(grpo_run["trackio_dir"]))).summary("grpo-e2e", grpo_run["trackio_run"])
     assert "eval/reward" in summary.last and "rewards/length/mean" in summary.last
     assert grpo_run["registry_name"] == "grpo-length"

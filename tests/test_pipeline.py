@@ -147,3 +147,21 @@ def test_one_start_loads_the_config_once_and_reads_the_data_once(monkeypatch, tm
     started = run_module.start_pipeline(str(REPO / "examples" / "demo.yaml"), backend=backend)
     backend.cancel(started.job.id)  # only the start is measured
     assert calls == {"load_config": 1, "read_local_rows": 1}
+
+
+def test_two_runs_started_in_the_same_second_get_their_own_folders(tmp_path, monkeypatch):
+    """A generated run name (config + timestamp, to the second) claims a fresh folder; a second run in that second
+    gets -2 rather than sharing (and deleting) the first one's adapter folder."""
+    from mcp_server.config import parse_config
+    from mcp_server.pipeline import run as run_module
+
+    monkeypatch.setenv("TUNEPACK_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(run_module, "run_name_for", lambda cfg: "same-name-20261204-120000")
+    data = write_jsonl(tmp_path / "d.jsonl", [{"messages": short_conversation(0)}])
+    cfg = parse_config({"model": {"name": "tiny:qwen3"}, "data": {"path": str(data)}})
+    first, second = run_module._claim_run_dir(cfg), run_module._claim_run_dir(cfg)
+    assert first[0] == "same-name-20261204-120000" and second[0] == "same-name-20261204-120000-2"
+    assert first[1] != second[1] and first[1].is_dir() and second[1].is_dir()
+    named = parse_config({"model": {"name": "tiny:qwen3"}, "data": {"path": str(data)},
+                          "tracking": {"run_name": "mine"}})
+    assert run_module._claim_run_dir(named)[0] == run_module._claim_run_dir(named)[0] == "same-name-20261204-120000"

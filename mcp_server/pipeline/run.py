@@ -207,8 +207,7 @@ class _Submitted(NamedTuple):
 def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, flavor: str | None,
             extra_labels: dict[str, str] | None, distill: dict | None = None) -> _Submitted:
     """Render into a fresh run folder and submit (the gate has passed)."""
-    run_name = run_name_for(cfg)
-    run_dir = home_dir("runs", run_name)
+    run_name, run_dir = _claim_run_dir(cfg)
     cfg = training_config(cfg, run_dir / "data")  # data.format traces: sessions → chat rows in the run folder
     labels = {"project": cfg.tracking.project, "run": run_name, "config_hash": config_hash(cfg), "stage": "train",
               **(extra_labels or {})}
@@ -237,6 +236,24 @@ def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, fla
     spec = JobSpec(module="mcp_server.pipeline.job", args=[str(run_dir)], name=run_name, timeout_s=timeout_s,
                    flavor=flavor, env={"TRACKIO_DIR": str(tdir)}, labels=labels)
     return _Submitted(run_name, str(run_dir), str(script), backend.submit(spec))
+
+
+def _claim_run_dir(cfg: TrainConfig) -> tuple[str, Path]:
+    """The run's name and its fresh folder. A name tunepack made (config + timestamp) that another run started in
+    the same second already holds gets -2, -3, ...: two runs never share a folder, a log or a Trackio run. A
+    tracking.run_name the user set is kept as it is (a rerun of it starts from a clean adapter folder)."""
+    name = run_name_for(cfg)
+    if cfg.tracking.run_name:
+        return name, home_dir("runs", name)
+    root = home_dir("runs")
+    for n in range(1, 1000):
+        candidate = name if n == 1 else f"{name}-{n}"
+        try:
+            (root / candidate).mkdir()
+        except FileExistsError:
+            continue
+        return candidate, root / candidate
+    raise JobError(f"999 runs named {name} already exist in {root}.", "set tracking.run_name, or clear old runs.")
 
 
 def result_of(info: JobInfo, log_text: str) -> RunResult:
