@@ -30,7 +30,16 @@ from ..errors import TunepackError
 from ..jobs import JobBackend, estimate, failure_error, flavor_info, get_backend
 from ..ledger import Ledger, LedgerError
 from ..train.rewards import hacking_signs
-from .monitor import clean_loss_logs, divergence, eval_value, failure_kind, fire_alert, metric_records, update_from_log
+from .monitor import (
+    clean_loss_logs,
+    divergence,
+    eval_task_metric,
+    eval_value,
+    failure_kind,
+    fire_alert,
+    metric_records,
+    update_from_log,
+)
 from .state import ACTIVE, FINAL, FailureKind, RunState, SweepState, read_plan, read_state, write_state
 
 POLL_S = {"local": 1.0, "hf": 15.0}
@@ -153,7 +162,7 @@ class Controller:
                 "trackio_project", "trackio_run", "steps", "first_loss", "last_loss", "wall_time_s")
         run.result = {k: result.get(k) for k in keep if result.get(k) is not None}
         metric = self.state.metric
-        if metric["name"].startswith("eval/"):
+        if eval_task_metric(metric["name"]):
             run.metric_value = eval_value(run.eval or self._registry_eval(run), metric["name"])
         run.status, run.note = "completed", None
         print(f"[tunepack] {run.id} completed: {run.result.get('registry_name')} v{run.result.get('registry_version')}"

@@ -22,6 +22,15 @@ INFRA = re.compile(r"time ?out|timed out|time limit|\blost\b|disappeared|preempt
 SCRIPT_SIGNS = ("TUNEPACK_ERROR ", "Traceback (most recent call last)")
 
 
+SCRIPT_EVAL = ("eval/reward", "eval/monitor/", "eval/distill/")  # held-out curves the training scripts log
+
+
+def eval_task_metric(name: str) -> bool:
+    """An eval task's score (eval/<task>/<metric>, read from the run's eval results), rather than a metric the
+    training script logs itself (loss, eval_loss, GRPO's eval/reward and eval/monitor/*, eval/distill/*)."""
+    return name.startswith("eval/") and not name.startswith(SCRIPT_EVAL)
+
+
 def metric_records(log_text: str) -> list[dict]:
     return [m for m in markers.parse(log_text).get("METRIC", []) if "step" in m]
 
@@ -62,7 +71,7 @@ def update_from_log(run: RunState, records: list[dict], metric: dict) -> None:
     if losses:
         run.first_loss, run.last_loss = losses[0], losses[-1]
     name = metric["name"]
-    if not name.startswith("eval/"):
+    if not eval_task_metric(name):
         run.metric_value = metric_value(records, name, metric["direction"], metric["reduce"])
     keys = {"loss", "eval_loss", name}
     run.curve = trim_curve([{"step": int(r["step"]), **{k: r[k] for k in keys if k in r}}

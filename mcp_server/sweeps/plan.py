@@ -20,6 +20,7 @@ from ..ledger import Ledger, config_hash_of, direction_for
 from ..pipeline import data_size
 from ..pipeline.remote import check_timeout, expected_seconds, suggest_timeout_s
 from ..train.distributed import check_placement, launch_command
+from .monitor import eval_task_metric
 from .spec import SweepError, SweepSpec, base_data, describe, expand, load_spec, run_config
 
 LOCAL_STARTUP_S = 30.0  # a local run: interpreter, torch and the model load
@@ -92,8 +93,9 @@ def _metric(spec: SweepSpec, base: TrainConfig) -> dict:
         name = "eval/reward" if (base.data.eval_fraction or base.grpo.heldout_path) else "reward"
     if name is None:
         name = "eval_loss" if (base.data.eval_fraction or base.data.eval_split) else "loss"
-    # the training scripts' own held-out metrics (eval/distill/kl, eval/reward/tests) are logged, not eval tasks
-    if name.startswith("eval/") and name.count("/") >= 2 and not name.startswith(("eval/distill/", "eval/reward/")):
+    # the training scripts' own held-out metrics (eval/distill/kl, eval/reward/tests, eval/monitor/tests) are logged,
+    # not eval tasks
+    if eval_task_metric(name) and name.count("/") >= 2:
         from ..evals.kit.scorenames import known_prefixes
 
         task = name.split("/")[1]

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from ..jobs import get_backend
 from ..ledger import Ledger, Plateau, direction_for
-from .monitor import eval_value, metric_records, metric_value
+from .monitor import eval_task_metric, eval_value, metric_records, metric_value
 from .report import runs_table
 from .spec import describe
 from .state import FINAL, RunState, SweepState, read_state, sweep_dir, updating
@@ -47,7 +47,7 @@ def _same_values(a: dict, b: dict) -> bool:
     """The run's recorded value serves: same metric, and (for a best-of reduce) the same direction."""
     if a["name"] != b["name"] or a["reduce"] != b["reduce"]:
         return False
-    return a["reduce"] == "last" or a["name"].startswith("eval/") or a["direction"] == b["direction"]
+    return a["reduce"] == "last" or eval_task_metric(a["name"]) or a["direction"] == b["direction"]
 
 
 def _value(run: RunState, state: SweepState, metric: dict, backend) -> float | None:
@@ -55,7 +55,7 @@ def _value(run: RunState, state: SweepState, metric: dict, backend) -> float | N
         return None
     if _same_values(metric, state.metric):
         return run.metric_value
-    if metric["name"].startswith("eval/"):
+    if eval_task_metric(metric["name"]):
         summary = run.eval
         if summary is None and run.result:
             try:
@@ -90,7 +90,7 @@ def select_sweep(sweep_id: str, metric: str | None = None, direction: str | None
         chosen = {"name": metric, "direction": direction or direction_for(metric), "reduce": reduce or "last"}
     else:
         chosen.update({k: v for k, v in (("direction", direction), ("reduce", reduce)) if v})
-    needs_logs = not _same_values(chosen, state.metric) and not chosen["name"].startswith("eval/")
+    needs_logs = not _same_values(chosen, state.metric) and not eval_task_metric(chosen["name"])
     backend = get_backend(state.backend) if needs_logs else None
     values = {r.id: _value(r, state, chosen, backend) for r in state.runs}
     finite = {rid: v for rid, v in values.items() if v is not None and math.isfinite(v)}
