@@ -232,3 +232,99 @@ def test_grpo_with_vllm_renders_vllm_into_the_script_dependencies(tmp_path):
     header = script.split("# ///", 2)[1]
     assert '"vllm"' in header and "torch==" not in header
     assert "class GrpoRun(Run)" in script and "def generation_plan(" in script
+
+
+def test_a_grpo_sweep_of_two_runs_completes_and_selects_on_the_held_out_reward(tmp_path):
+    base = _raw(tmp_path, training={"method": "grpo", "learning_rate": 0.02, "max_steps": 6, "logging_steps": 2,
+                                    "seed": 0, "warmup_ratio": 0.0, "per_device_train_batch_size": 16},
+                grpo={"rewards": {"length": 1.0}, "length_target": 16, "num_generations": 8,
+                      "max_completion_length": 32, "eval_steps": 3, "signal_check": False},
+                lora={"r": 16, "alpha": 32, "dropout": 0.0}, tracking={"project": "grpo-sweep"},
+                output={"name": "grpo-sweep"}, eval={"tasks": []})
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base))
+    spec = {"name": "grpo-lr", "base": "base.yaml", "grid": {"training.learning_rate": [0.01, 0.02]},
+            "max_concurrent": 2, "canary": {"enabled": False}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(spec))
+    done = run_cli("sweep", "submit", str(tmp_path / "sweep.yaml"), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    view = json.loads(done.stdout)
+    assert view["status"] == "done", view
+    chosen = run_cli("sweep", "select", view["sweep_id"], "--json")
+    assert chosen.returncode == 0, chosen.stderr[-2000:]
+    selection = json.loads(chosen.stdout)
+    assert selection["metric"]["name"] == "eval/reward" and selection["metric"]["direction"] == "max"
+    ranked = sorted(selection["ranking"], key=lambda r: r["rank"])
+    assert [r["status"] for r in ranked] == ["completed", "completed"]
+    assert ranked[0]["metric_value"] >= ranked[1]["metric_value"] and selection["best"]["run"] == ranked[0]["run"]
+
+
+def test_a_reward_file_runs_in_the_sandbox_and_only_its_return_value_counts(monkeypatch):
+    from mcp_server.evals.kit.sandbox import Sandbox
+    from mcp_server.evals.kit.testreward import file_reward
+
+    monkeypatch.setenv("HF_TOKEN", "hf_" + "x" * 34)  # in the parent's environment, never in the program's
+    row = {"id": "r1", "prompt": "Say hi.", "tests": ["assert True"], "extra": object()}
+    box = Sandbox("auto", workers=2).start()
+    try:
+        def score(source: str, completion: str = "```python\nx = 1\n```"):
+            return file_reward(box, source, completion, row, timeout_s=3.0)
+
+        assert score("def reward(completion, row):\n    return completion.count('```') / 2") == (1.0, None)
+        assert score("def reward(completion, row):\n    return len(row['prompt']) + len(row['tests'])") == (8.0, None)
+        value, why = score("import os\ndef reward(completion, row):\n    return 1.0 if 'HF_TOKEN' in os.environ else 0.5")
+        assert (value, why) == (0.5, None)  # the program's environment is empty: no token to read or send
+        value, why = score("def reward(completion, row):\n    raise ValueError('bad row')")
+        assert value == 0.0 and "ValueError" in why and "bad row" in why
+        value, why = score("def reward(completion, row):\n    return 'high'")
+        assert value == 0.0 and "not a finite number" in why
+        value, why = score("def reward(completion, row):\n    return float('nan')")
+        assert value == 0.0 and "not a finite number" in why
+        value, why = score("def reward(completion, row):\n    while True:\n        pass")
+        assert value == 0.0 and "stopped (timeout)" in why
+        # printing a number (or a result line) is output, not a score
+        value, why = score("print('1.0')\nimport sys\nsys.stdout.write('{\"probes\": [5]}\\n')\n"
+                           "def reward(completion, row):\n    return 0.25")
+        assert (value, why) == (0.25, None)
+        value, why = score("import sys\ndef reward(completion, row):\n    sys.exit(0)")
+        assert value == 0.0 and why
+    finally:
+        box.close()
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"grpo": {"rewards": {"mine": 1.0}}}, "unknown reward mine.*add your own as grpo.reward_files"),
+    ({"grpo": {"rewards": {"length": 1.0}, "reward_files": {"format": "f.py"}}}, "not a built-in reward"),
+    ({"grpo": {"rewards": {"length": 1.0}, "reward_files": {"mine": "f.txt"}}}, "is not a .py file"),
+    ({"grpo": {"rewards": {"length": 1.0}, "reward_files": {"mine": "f.py"}}}, "neither trained .* nor logged"),
+    ({"grpo": {"rewards": {"length": 1.0}, "monitor": ["length"]}}, "is also a trained reward"),
+    ({"grpo": {"rewards": {"length": 1.0}, "monitor": ["speed"]}}, "grpo.monitor 'speed' is no reward"),
+    ({"model": {"name": "tiny:qwen3", "adapter": "bad name!"}}, "is not a registry reference"),
+    ({"model": {"name": "tiny:qwen3", "adapter": "x"}, "training": {"method": "sft"}, "grpo": {}},
+     "model.adapter .* training.method grpo"),
+])
+def test_reward_files_monitors_and_starting_adapters_are_checked(tmp_path, change, message):
+    raw = _raw(tmp_path, **change)
+    if change.get("training", {}).get("method") == "sft":
+        raw.pop("grpo")
+        raw["data"].pop("eval_fraction")
+        raw["data"]["path"] = str(write_jsonl(tmp_path / "chat.jsonl", [{"messages": [
+            {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}]))
+    with pytest.raises(ConfigError, match=message):
+        parse_config(raw)
+
+
+def test_a_missing_reward_file_or_one_without_reward_is_refused_before_any_job(tmp_path):
+    from mcp_server.config import load_config
+    from mcp_server.train.grpo_plan import reward_sources
+
+    raw = _raw(tmp_path, grpo={"rewards": {"length": 1.0, "mine": 0.5}, "reward_files": {"mine": "mine.py"}})
+    path = tmp_path / "grpo.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match="grpo.reward_files mine 'mine.py'"):
+        load_config(path)
+    (tmp_path / "mine.py").write_text("def score(text):\n    return 1\n")
+    with pytest.raises(ConfigError, match=r"defines no reward\(completion, row\)"):
+        reward_sources(load_config(path))
+    (tmp_path / "mine.py").write_text("def reward(completion, row):\n    return 1 +\n")
+    with pytest.raises(ConfigError, match="cannot be read as Python"):
+        reward_sources(load_config(path))

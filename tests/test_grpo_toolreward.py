@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from support.common import TOOLS, run_cli, short_conversation, write_jsonl
@@ -169,3 +170,33 @@ def test_grpo_prompts_rows_writes_the_prompt_rows_and_reports(tmp_path):
     empty = run_cli("grpo-prompts", "--rows", str(write_jsonl(tmp_path / "e.jsonl", [{"messages": []}])),
                     "-o", str(out))
     assert empty.returncode != 0 and "no prompt rows" in empty.stderr
+
+
+def test_grpo_trains_on_the_tool_call_reward_end_to_end(tmp_path):
+    """Prompt rows of converted sessions (their tools rendered into each prompt by the family's template), the
+    tool_call reward read by the family's parser in training and on the held-out curve."""
+    import yaml
+
+    source = write_jsonl(tmp_path / "rows.jsonl", [{"messages": short_conversation(i), "tools": TOOLS,
+                                                    "session": f"s{i}"} for i in range(24)])
+    prompts = tmp_path / "prompts.jsonl"
+    assert run_cli("grpo-prompts", "--rows", str(source), "-o", str(prompts)).returncode == 0
+    raw = {"model": {"name": "tiny:qwen3"}, "quantization": "none", "data": {"path": str(prompts), "eval_fraction": 0.25},
+           "training": {"method": "grpo", "max_steps": 2, "per_device_train_batch_size": 8, "logging_steps": 1,
+                        "learning_rate": 0.01},
+           "grpo": {"rewards": {"tool_call": 1.0}, "num_generations": 4, "max_completion_length": 32,
+                    "signal_check": False, "eval_prompts": 8},
+           "tracking": {"project": "grpo-tools"}, "output": {"name": "grpo-tools"}, "eval": {"tasks": []}}
+    path = tmp_path / "tools.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    done = run_cli("run", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    manifest = json.loads((Path(result["adapter_path"]) / "tunepack_manifest.json").read_text())
+    curve = manifest["grpo"]["curve"]
+    assert [c["step"] for c in curve] == [0, 1, 2] and set(curve[0]["components"]) == {"tool_call"}
+    assert curve[0]["n"] == 8 and all(0.0 <= c["reward"] <= 1.0 for c in curve)
+    log = Path(result["log_path"]).read_text()
+    assert '"rewards/tool_call/mean"' in log
+    script = Path(result["script_path"]).read_text()
+    assert "toolreward.py" in script and "toolcalls.py" in script  # the family's parsers travel with the kit

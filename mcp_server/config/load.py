@@ -272,6 +272,8 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
         cfg.teacher.name = _resolve_teacher_name(cfg.teacher.name, base)
     if cfg.grpo.heldout_path:
         cfg.grpo.heldout_path = str(_existing(_absolute(cfg.grpo.heldout_path, base), "grpo.heldout_path"))
+    cfg.grpo.reward_files = {name: str(_existing(_absolute(path, base), f"grpo.reward_files {name} '{path}'"))
+                             for name, path in cfg.grpo.reward_files.items()}
     cfg.chat_template = _resolve_chat_template(cfg.chat_template, base)
     if cfg.output.adapter_dir:
         cfg.output.adapter_dir = str(_absolute(cfg.output.adapter_dir, base))

@@ -6,13 +6,15 @@ training.method distill, grpo needs prompt rows, ...) stay with TrainConfig's va
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .section import Section
 
-REWARDS = ("tests", "tests_all", "format", "length")  # grpo's built-in rewards (train/rewards.py, kit)
+REWARDS = ("tests", "tests_all", "format", "length", "tool_call")  # grpo's built-ins (train/rewards.py, the kit)
+REWARD_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
 class TeacherSection(Section):
@@ -58,7 +60,22 @@ class GrpoSection(Section):
         "(rewards/<name>/mean). tests = the share of the row's asserts the code passes, run in the sandbox and "
         "judged outside the code's process; tests_all = 1 only when all pass; format = one fenced code block, "
         "nothing else; length = 1 - |tokens - length_target| / length_target, floored at 0 (the tutorial's "
-        "minimal demo).")
+        "minimal demo); tool_call = the expected tool call in the model family's own syntax (rows with tools and a "
+        "reference call, from `tunepack grpo-prompts --rows`): 0.25 each for a call that parses, the right tool, "
+        "arguments valid against its schema, the reference's values (1 for an answer where none is expected); "
+        "any name of grpo.reward_files = your own reward.")
+    reward_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Your own rewards: name -> a .py file defining reward(completion: str, row: dict) -> float "
+        "(row: the prompt row, prompt included). Each file is embedded in the script, hashed into the manifest, and "
+        "runs in the sandbox of the code rewards (no network, no token, empty environment), one completion per "
+        "program; a call that raises or returns no number scores 0 and is counted. Name it in grpo.rewards (trained) "
+        "or grpo.monitor (logged only).")
+    monitor: list[str] | Literal["auto"] = Field(
+        "auto", description="Rewards scored and logged beside the trained ones at weight 0, on the training "
+        "completions and the held-out prompts (eval/monitor/<name>): the real measure a gamed reward would hide. "
+        "The hacking check compares the trained reward with each of them. auto = tests when the rows carry "
+        "tests and no tests reward is trained, else none.")
     sandbox: Literal["auto", "namespaces", "confined", "unsafe-host"] = Field(
         "auto", description="Where the tests reward runs the generated code (the eval kit's sandbox; confined on "
         "HF Jobs, where namespaces are unavailable). unsafe-host only when chosen, and labelled.")
@@ -87,6 +104,9 @@ class GrpoSection(Section):
                                "signal_prompts train prompts from the starting model; refuse when under 10 % of the "
                                "groups have mixed rewards (no advantage to learn from), with the fix.")
     signal_prompts: int = Field(16, ge=1, le=256, description="Prompts the signal check samples.")
+    ceiling_check: bool = Field(True, description="Before training (and in the preflight): each row's reference "
+                                "'solution' through the code rewards (tests, tests_all) in the sandbox; rows it "
+                                "cannot pass are impossible here, so they are dropped and the ceiling is logged.")
     stop_on_hacking: bool = Field(True, description="Stop the run (its adapter saved as it is) when its reward "
                                   "looks gamed: the trained reward rising while the held-out one falls, completion "
                                   "length pinned at max_completion_length, or nearly every group flat. A Trackio "
@@ -94,12 +114,41 @@ class GrpoSection(Section):
 
     @field_validator("rewards")
     @classmethod
-    def _known_rewards(cls, value: dict[str, float]) -> dict[str, float]:
+    def _some_reward(cls, value: dict[str, float]) -> dict[str, float]:
         if not value:
             raise ValueError("no reward: name at least one, e.g. {format: 1.0}")
-        unknown = sorted(set(value) - set(REWARDS))
-        if unknown:
-            raise ValueError(f"unknown reward {', '.join(unknown)}; built in: {', '.join(REWARDS)}")
         if all(w == 0 for w in value.values()):
             raise ValueError("every reward weight is 0: nothing would be optimised")
         return value
+
+    @field_validator("reward_files")
+    @classmethod
+    def _file_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, path in value.items():
+            if name in REWARDS or not REWARD_NAME.match(name):
+                raise ValueError(f"grpo.reward_files name '{name}': use a new name of lower-case letters, digits and "
+                                 f"'_' (not a built-in reward: {', '.join(REWARDS)})")
+            if not str(path).endswith(".py"):
+                raise ValueError(f"grpo.reward_files {name}: '{path}' is not a .py file defining reward(completion, row)")
+        return value
+
+    @model_validator(mode="after")
+    def _known_names(self) -> "GrpoSection":
+        known = (*REWARDS, *self.reward_files)
+        unknown = sorted(set(self.rewards) - set(known))
+        if unknown:
+            raise ValueError(f"unknown reward {', '.join(unknown)}; built in: {', '.join(REWARDS)}"
+                             + (f"; your files: {', '.join(self.reward_files)}" if self.reward_files else "")
+                             + " (add your own as grpo.reward_files: {name: path.py})")
+        if self.monitor != "auto":
+            for name in self.monitor:
+                if name not in known:
+                    raise ValueError(f"grpo.monitor '{name}' is no reward; use one of {', '.join(known)}")
+                if name in self.rewards:
+                    raise ValueError(f"grpo.monitor '{name}' is also a trained reward (grpo.rewards); a monitor is "
+                                     "the measure the training does not optimise")
+        unused = sorted(set(self.reward_files) - set(self.rewards) - set(self.monitor if self.monitor != "auto" else ()))
+        if unused:
+            raise ValueError(f"grpo.reward_files {', '.join(unused)} is neither trained (grpo.rewards) nor logged "
+                             "(grpo.monitor): name it in one of them, or remove it")
+        return self

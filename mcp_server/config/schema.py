@@ -17,6 +17,7 @@ from .methods import DistillSection, GrpoSection, TeacherSection
 from .section import Section, untitled  # noqa: F401  (untitled: re-exported for the traces models)
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+ADAPTER_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*?(@v[1-9][0-9]*)?$")
 TINY_PREFIX = "tiny:"
 TINY_ARCHS = ("qwen3", "llama3", "gemma4")
 DataFormat = Literal["auto", "messages", "prompt_completion", "traces", "prompts"]
@@ -37,6 +38,19 @@ class ModelSection(Section):
     attention: Literal["auto", "sdpa", "eager", "flash_attention_2", "kernels-community/flash-attn3"] = Field(
         "auto", description="Attention implementation: auto = a varlen flash-attention kernel when installed and the "
         "GPU runs it, else sdpa.")
+
+    adapter: str | None = Field(
+        None, description="Start from a registered adapter, NAME or NAME@vN (`tunepack registry list`): its LoRA "
+        "weights train further (its rank and targets are kept) on its own base model, which model.name must name. "
+        "training.method grpo only (the tutorial's order: SFT or distillation first, then GRPO); an HF job needs it "
+        "published (`tunepack registry publish`).")
+
+    @field_validator("adapter")
+    @classmethod
+    def _adapter_ref(cls, value: str | None) -> str | None:
+        if value is not None and not ADAPTER_REF.match(value):
+            raise ValueError(f"'{value}' is not a registry reference; use NAME or NAME@vN (e.g. tiny-qwen3-sft@v2)")
+        return value
 
     @field_validator("name")
     @classmethod
@@ -419,6 +433,10 @@ class TrainConfig(Section):
     def _grpo(self) -> "TrainConfig":
         grpo, training = self.grpo, self.training
         if training.method != "grpo":
+            if self.model.adapter:
+                raise ValueError(f"model.adapter ({self.model.adapter}) starts a run from a registered adapter, which "
+                                 "training.method grpo does for now; set training.method: grpo, or remove "
+                                 "model.adapter to train a new adapter")
             if grpo != GrpoSection():
                 raise ValueError("the grpo section applies only to training.method: grpo; set it (or remove the "
                                  "section)")

@@ -26,6 +26,7 @@ KINDS = {
     "EVAL": "eval script: the raw results",
     "PREFLIGHT": "preflight job: pass or fail, with each check",
     "ALERT": "GRPO script: reward hacking suspected (title, reason, step, whether the run stopped)",
+    "RLCHECK": "GRPO script (--rl-check): prompts, the ceiling, the starting model's groups, sizing, generation",
 }
 
 

@@ -10,10 +10,10 @@ model on the same data. The tool returns the checks and the job id; the job's
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel
 
+from ..approval import Consent, Decision
 from ..config import TrainConfig, load_config
 from ..errors import TunepackError
 from ..home import home_dir, trackio_dir
@@ -21,17 +21,11 @@ from ..jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
 from ..traces.spine import training_config
 from ..train.render import config_hash, run_name_for, write_script
 from ..train.tiny_model import tiny_model_path
-from .records import PreflightPlan, SmokePlan
+from .grpo_check import RL_CHECK_TIMEOUT_S, grpo_preflight
+from .records import Check, PreflightPlan, SmokePlan
 from .run import precheck_data, precheck_distill
 
 SMOKE_STEPS = 3
-
-
-class Check(BaseModel):
-    name: str
-    status: Literal["pass", "fail", "pending", "skipped"]
-    detail: str
-    fix: str | None = None
 
 
 class PreflightReport(BaseModel):
@@ -41,6 +35,8 @@ class PreflightReport(BaseModel):
     smoke_job: JobInfo | None = None
     remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
     distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
+    grpo: dict | None = None  # training.method grpo: rewards, monitors, sizing, generation path, start, ceiling
+    approval: Decision | None = None  # a GRPO check on a paid flavor not yet approved: the quote and its token
     next_step: str
 
 
@@ -54,13 +50,21 @@ def smoke_family(cfg: TrainConfig) -> str:
 
 def smoke_config(cfg: TrainConfig) -> TrainConfig:
     """The same data through the tiny replica of the model's family for a few steps: the training path
-    (architecture class, chat template, LoRA targets), not the model's weights."""
+    (architecture class, chat template, LoRA targets), not the model's weights. GRPO keeps its method (a group
+    of one prompt per step, short completions, no held-out curve: the real check ran the signal); distillation
+    smokes the student's SFT path."""
+    grpo = cfg.training.method == "grpo"
     data = cfg.data.model_copy(update={"eval_fraction": None, "eval_split": None, "allow_truncation": True})
-    training = cfg.training.model_copy(update={"method": "sft",  # distillation: the student's path (see preflight)
+    training = cfg.training.model_copy(update={"method": "grpo" if grpo else "sft",
         "max_steps": SMOKE_STEPS, "logging_steps": 1, "eval_steps": None, "save_steps": None,
-        "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False})
+        "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False,
+        **({"per_device_train_batch_size": cfg.grpo.num_generations, "gradient_accumulation_steps": 1} if grpo else {})})
+    grpo_section = cfg.grpo.model_copy(update={
+        "heldout_path": None, "signal_check": False, "ceiling_check": False, "stop_on_hacking": False,
+        "max_completion_length": min(cfg.grpo.max_completion_length, 32)}) if grpo else type(cfg.grpo)()
     return cfg.model_copy(update={
-        "model": cfg.model.model_copy(update={"name": f"tiny:{smoke_family(cfg)}", "revision": None}),
+        "model": cfg.model.model_copy(update={"name": f"tiny:{smoke_family(cfg)}", "revision": None, "adapter": None}),
+        "grpo": grpo_section,
         "chat_template": "model", "quantization": "none", "data": data, "training": training, "teacher": None,
         "distill": type(cfg.distill)(),
         "tracking": cfg.tracking.model_copy(update={"project": "tunepack-smoke", "space_id": None}),
@@ -182,7 +186,8 @@ def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     run_dir = home_dir("runs", run_name)
     check_script = write_script(cfg, run_dir / "check.py", run_name=run_name,
                                 model_path=str(tiny_model_path(cfg)) if cfg.model.is_tiny else None)
-    plan = PreflightPlan(check_script=str(check_script), config=cfg)
+    grpo = cfg.training.method == "grpo"
+    plan = PreflightPlan(check_script=str(check_script), config=cfg, check_args=["--rl-check" if grpo else "--check-only"])
     if cfg.data.path:
         small = smoke_config(cfg)
         smoke_script = write_script(small, run_dir / "smoke.py", run_name=f"smoke-{run_name}",
@@ -195,8 +200,10 @@ def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     job = get_backend("local").submit(JobSpec(
         module="mcp_server.pipeline.preflight_job", args=[str(run_dir)], name=run_name, env={"TRACKIO_DIR": str(trackio_dir())},
         labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight", "config_hash": config_hash(cfg)}))
+    first = ("the RL check with the real model (ceiling, sizing, the starting model's groups: TUNEPACK_RLCHECK)"
+             if grpo else "mask check with the real tokenizer")
     checks.append(Check(name="mask_and_smoke", status="pending",
-                        detail=f"job {job.id}: mask check with the real tokenizer, then {SMOKE_STEPS} smoke steps"))
+                        detail=f"job {job.id}: {first}, then {SMOKE_STEPS} smoke steps"))
     return job
 
 
@@ -204,73 +211,88 @@ REMOTE_CHECK_FLAVOR = "cpu-basic"  # the cheapest machine: the mask check needs 
 REMOTE_CHECK_TIMEOUT_S = 1800
 
 
-def _start_remote_check(cfg: TrainConfig, checks: list[Check]) -> JobInfo | None:
-    """The real config's mask check as an HF job on cpu-basic (cents, charged to the budget): it proves the job
-    starts, its pinned packages install, the data repo and the tokenizer load at their pinned commits and the
-    masks verify there — what the paid run will meet first."""
-    from ..approval import Consent, spend
+def _start_remote_check(cfg: TrainConfig, checks: list[Check], flavor: str | None,
+                        consent: Consent) -> tuple[JobInfo | None, Decision | None]:
+    """The real config's first steps as an HF job: it proves the job starts, its pinned packages install, the data
+    repo and the tokenizer load at their pinned commits and the masks verify there — what the paid run will meet
+    first. SFT and distillation: the mask check on cpu-basic (cents, charged to the budget). GRPO: the RL check
+    (``--rl-check``: the ceiling in the job's sandbox and the starting model's groups, which need the real model
+    on its GPU) on the run's own flavor, quoted and approved like any paid job. Returns (the job, or the
+    decision still waiting for a human's yes)."""
+    from ..approval import spend
     from ..jobs import get_backend
     from .remote import prepare_remote
 
+    grpo = cfg.training.method == "grpo"
+    where = (flavor or cfg.job.flavor or "a10g-small") if grpo else REMOTE_CHECK_FLAVOR
+    timeout = RL_CHECK_TIMEOUT_S if grpo else REMOTE_CHECK_TIMEOUT_S
+    name = "remote_rl_check" if grpo else "remote_mask_check"
     run_name = f"preflight-{run_name_for(cfg)}"
     run_dir = home_dir("runs", run_name)
-    cost = estimate("hf", REMOTE_CHECK_FLAVOR, REMOTE_CHECK_TIMEOUT_S)
+    cost = estimate("hf", where, timeout)
 
     def submit() -> JobInfo:
         plan = prepare_remote(cfg)
         script = write_script(plan.config, run_dir / "remote_check.py", run_name=run_name,
                               mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket)
         return get_backend("hf").submit(JobSpec(
-            script=str(script), args=["--check-only"], name=run_name, flavor=REMOTE_CHECK_FLAVOR,
-            timeout_s=REMOTE_CHECK_TIMEOUT_S, secrets=["HF_TOKEN"], volumes=plan.cache.mounts, env=plan.cache.env,
+            script=str(script), args=["--rl-check" if grpo else "--check-only"], name=run_name, flavor=where,
+            timeout_s=timeout, secrets=["HF_TOKEN"], volumes=plan.cache.mounts, env=plan.cache.env,
             labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight",
                     "config_hash": config_hash(cfg)}))
 
     try:
-        outcome = spend("pipeline_preflight", {"config_hash": config_hash(cfg), "flavor": REMOTE_CHECK_FLAVOR}, cost,
-                        cfg.tracking.project, submit, Consent())
+        outcome = spend("pipeline_preflight", {"config_hash": config_hash(cfg), "flavor": where, "timeout_s": timeout},
+                        cost, cfg.tracking.project, submit, consent)
     except TunepackError as exc:
-        checks.append(_fail("remote_mask_check", exc))
-        return None
+        checks.append(_fail(name, exc))
+        return None, None
     job = outcome.job
-    if job is None:  # a CPU flavor needs no approval; should the gate ever ask, say so
-        checks.append(Check(name="remote_mask_check", status="fail", detail=outcome.decision.message,
-                            fix="approve the quote, then run preflight again"))
-        return None
-    checks.append(Check(name="remote_mask_check", status="pending",
-                        detail=f"HF job {job.id} on {REMOTE_CHECK_FLAVOR} (worst case ${cost.worst_case_usd:.3f}): "
-                               "the real tokenizer and the data at their pinned commits, the mask check "
-                               "(its TUNEPACK_MASK line)"))
-    return job
+    if job is None:  # a paid flavor (the GRPO check) waits for a human's yes
+        checks.append(Check(name=name, status="pending", detail=outcome.decision.message,
+                            fix="show the quote to the human; once they agree, run preflight again with the "
+                                "approval token (pipeline_preflight approval_token, or `tunepack preflight --yes` "
+                                "at a terminal)"))
+        return None, outcome.decision
+    what = ("the ceiling in the job's sandbox and the starting model's groups (its TUNEPACK_RLCHECK line)" if grpo
+            else "the mask check (its TUNEPACK_MASK line)")
+    checks.append(Check(name=name, status="pending",
+                        detail=f"HF job {job.id} on {where} (worst case ${cost.worst_case_usd:.3f}): the real "
+                               f"tokenizer and the data at their pinned commits, {what}"))
+    return job, None
 
 
 def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
-              timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
+              timeout_s: int | None = None, smoke: bool = True, consent: Consent | None = None) -> PreflightReport:
     """Be sure before spending: config, data, model reference, the cost quote and (for remote runs or Hub
-    outputs) the token's permissions; then the mask-check + smoke job."""
+    outputs) the token's permissions; then the mask-check + smoke job. ``consent``: the human's yes for a check
+    that costs money (GRPO's RL check on an HF GPU)."""
     checks: list[Check] = []
     cfg = _load_checked(config_path, checks)
     cost = _quote(backend, flavor, timeout_s, checks) if cfg else None
     if cfg is None or cost is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
     distill = _distill_check(cfg, backend, flavor, checks)
+    grpo = grpo_preflight(cfg, backend, flavor, checks)
+    done = {"cost": cost, "distill": distill, "grpo": grpo}
     if any(c.status == "fail" for c in checks):
-        return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
+        return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
         checks.extend(remote_checks(cfg, backend))
         if backend == "hf":
             checks.append(_job_spec_check(cfg, flavor, timeout_s or cfg.job.timeout_s))
         if any(c.status == "fail" for c in checks):
-            return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
+            return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     if not smoke:
-        return PreflightReport(ok=True, checks=checks, cost=cost, distill=distill,
-                               next_step="run the pipeline (pipeline_run)")
-    remote = _start_remote_check(cfg, checks) if backend == "hf" else None
+        return PreflightReport(ok=True, checks=checks, next_step="run the pipeline (pipeline_run)", **done)
+    remote, waiting = _start_remote_check(cfg, checks, flavor, consent or Consent()) if backend == "hf" else (None, None)
+    if waiting is not None:
+        return PreflightReport(ok=False, checks=checks, approval=waiting, next_step=waiting.message, **done)
     if backend == "hf" and remote is None:
-        return PreflightReport(ok=False, checks=checks, cost=cost, next_step=RETRY)
+        return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     job = _start_smoke(cfg, checks)
     wait = f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail"
     if remote is not None:
-        wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a TUNEPACK_MASK line is a pass"
-    return PreflightReport(ok=True, checks=checks, cost=cost, smoke_job=job, remote_job=remote, distill=distill,
-                           next_step=wait)
+        marker = "TUNEPACK_RLCHECK" if cfg.training.method == "grpo" else "TUNEPACK_MASK"
+        wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a {marker} line is a pass"
+    return PreflightReport(ok=True, checks=checks, smoke_job=job, remote_job=remote, next_step=wait, **done)

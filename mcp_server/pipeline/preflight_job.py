@@ -1,5 +1,5 @@
-"""The body of a preflight job: the real config's mask check, then a few smoke steps with the
-tiny model. Prints one ``TUNEPACK_PREFLIGHT {json}`` line with the outcome (and the script's
+"""The body of a preflight job: the real config's mask check (GRPO: its RL check, ``--rl-check``: the ceiling,
+the sizing and the starting model's groups), then a few smoke steps with the tiny model. Prints one ``TUNEPACK_PREFLIGHT {json}`` line with the outcome (and the script's
 ``TUNEPACK_ERROR`` line when a check fails), its "sandbox" entry saying what this machine offers the
 eval sandbox (Landlock ABI, seccomp, namespaces) and which mode the config's eval would use.
 
@@ -40,17 +40,18 @@ def sandbox_report(eval_sandbox: str) -> dict:
 
 def main(run_dir: str) -> int:
     plan = PreflightPlan.read(run_dir)
-    result: dict = {"ok": False, "mask_check": None, "smoke": None,
+    result: dict = {"ok": False, "mask_check": None, "rl_check": None, "smoke": None,
                     "sandbox": sandbox_report(plan.config.eval.sandbox)}
     if plan.config.model.is_tiny:
         ensure_tiny_model(plan.config)
-    code, found = run_script([plan.check_script, "--check-only"])
+    code, found = run_script([plan.check_script, *plan.check_args])
     errors = found.get("ERROR", [])
+    key = "rl_check" if "--rl-check" in plan.check_args else "mask_check"  # GRPO: ceiling, sizing, signal
     if code != 0:
-        result["mask_check"] = {"status": "fail", **(errors[-1] if errors else {"problem": f"exit code {code}"})}
+        result[key] = {"status": "fail", **(errors[-1] if errors else {"problem": f"exit code {code}"})}
         emit("PREFLIGHT", result)
         return 3
-    result["mask_check"] = {"status": "pass", **(found.get("MASK") or [{}])[-1]}
+    result[key] = {"status": "pass", **(found.get("RLCHECK" if key == "rl_check" else "MASK") or [{}])[-1]}
     if plan.smoke is None:
         result["ok"] = True
         emit("PREFLIGHT", result)

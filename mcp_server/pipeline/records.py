@@ -6,11 +6,20 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import ClassVar, Self
+from typing import ClassVar, Literal, Self
 
 from pydantic import BaseModel
 
 from ..config import TrainConfig
+
+
+class Check(BaseModel):
+    """One line of a preflight report."""
+
+    name: str
+    status: Literal["pass", "fail", "pending", "skipped"]
+    detail: str
+    fix: str | None = None
 
 
 class _Record(BaseModel):
@@ -55,5 +64,6 @@ class PreflightPlan(_Record):
 
     FILE: ClassVar[str] = "preflight.json"
     check_script: str
+    check_args: list[str] = ["--check-only"]  # GRPO: --rl-check (the ceiling and the starting model's groups too)
     config: TrainConfig
     smoke: SmokePlan | None = None

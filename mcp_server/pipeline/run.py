@@ -78,10 +78,9 @@ def precheck_data(cfg: TrainConfig) -> int:
         raise DataError(f"The dataset {', '.join(cfg.data.path)} has no rows.",
                         "add training rows (one JSON object per line) or point data.path at the right file.")
     if cfg.data.format == "prompts":  # GRPO: prompt-only rows; the completions are the model's
-        bad = [i for i, r in enumerate(rows) if not isinstance(r.get("prompt"), str) or not r["prompt"].strip()]
-        if bad:
-            raise DataError(f"{len(bad)} of {len(rows)} rows have no prompt text (row indices: {bad[:20]}).",
-                            "give every row a non-empty 'prompt' string: {id, prompt[, tests, solution]}.")
+        from ..train.grpo_plan import check_prompt_rows
+
+        check_prompt_rows(cfg, rows)
         return len(rows)
     try:
         fmt = cfg.data.format if cfg.data.format != "auto" else detect_format(rows[0].keys(), cfg.data.messages_column)

@@ -1,5 +1,5 @@
-"""Render a TrainConfig into one self-contained PEP 723 script: SFT (templates/sft_train.py.j2) or
-distillation (distill_train.py.j2), both over the shared helpers (train_common.py.j2).
+"""Render a TrainConfig into one self-contained PEP 723 script: SFT (templates/sft_train.py.j2), distillation
+(distill_train.py.j2) or GRPO (grpo_train.py.j2), all over the shared helpers (train_common.py.j2).
 
 The script is the unit of work: the local runner and HF Jobs run the same file. It embeds the
 config, the render facts and the mask check's source, and pins the library versions tunepack is
@@ -22,6 +22,7 @@ from ..config import TrainConfig
 from ..resources import chat_templates, embedded_source, render_template, training_pins
 from .chat_templates import pack
 from .distributed import extra_dependencies, launch_plan
+from .start import start_adapter
 
 HERE = Path(__file__).resolve().parent
 # standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, windows, speed,
@@ -76,6 +77,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
     info = {
         "tunepack_version": __version__,
         "run_name": run_name,
+        "registry_name": cfg.registry_name,
         "config_hash": config_hash(cfg),
         "model_path": model_path or cfg.model.name,
         "rendered_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -89,11 +91,16 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "trackio_group": f"distill-{distill['mode']}" if distill else None,
         "distill": distill,
     }
-    kit = _grpo_kit(cfg)
+    kit: dict[str, str] = {}
+    reward_files: dict[str, str] = {}
+    if method == "grpo":
+        info["start"] = start_adapter(cfg, remote=bool(push))  # model.adapter: the registered adapter trained on
+        kit, reward_files, info["grpo"] = _grpo_parts(cfg)
     if kit:
         info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in kit.items()}
     return render_template(
         TEMPLATES[method], kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
+        reward_files_literal=pprint.pformat(reward_files, sort_dicts=False, width=100),
         pins=_grpo_pins(cfg, pins() + extra_dependencies(cfg)),
         tunepack_version=__version__,
         run_name=run_name,
@@ -114,13 +121,19 @@ def _grpo_pins(cfg: TrainConfig, pinned: list[str]) -> list[str]:
     return [p for p in pinned if not p.startswith(("torch==", "bitsandbytes=="))] + ["vllm"]
 
 
-def _grpo_kit(cfg: TrainConfig) -> dict[str, str]:
-    """The eval kit's sources, for a GRPO run whose rewards run code (tests, tests_all) in its sandbox."""
-    if cfg.training.method != "grpo" or not {"tests", "tests_all"} & set(cfg.grpo.rewards):
-        return {}
+def _grpo_parts(cfg: TrainConfig) -> tuple[dict[str, str], dict[str, str], dict]:
+    """(the eval kit's sources when the run needs its sandbox, the reward files' sources, the facts the script
+    embeds: monitors and the reward files' paths and hashes)."""
+    from .grpo_plan import monitors, needs_kit, reward_hashes, reward_sources
+
+    monitored = monitors(cfg)
+    sources = reward_sources(cfg)
+    info = {"monitor": monitored, "reward_files": reward_hashes(sources, cfg)}
+    if not needs_kit(cfg, monitored):
+        return {}, sources, info
     from ..evals.render import kit_sources
 
-    return kit_sources()
+    return kit_sources(), sources, info
 
 
 def _provenance(cfg: TrainConfig) -> dict | None:

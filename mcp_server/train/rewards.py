@@ -60,26 +60,71 @@ RECENT = 3  # logs a sign must hold for
 
 def hacking_signs(records: Sequence[dict]) -> str | None:
     """Why a GRPO run looks like it games its reward, from its metric records (TUNEPACK_METRIC lines), or None:
-    - the trained reward rose while the held-out reward fell by more than two standard errors;
+    - the trained reward rose while the held-out reward (``eval/reward``) or a monitor's held-out curve
+      (``eval/monitor/<name>``: a reward logged, not trained) fell by more than two standard errors;
+    - the held-out reward rose by more than two standard errors over 3 or more evaluations while a monitor did
+      not rise at all: the trained reward pays for something the real measure does not see;
     - completion length became pinned at max_completion_length (clipped in >= 95 % for the last 3 logs, having
       been lower before);
     - nearly every group became flat (>= 90 % of groups with zero reward variance for the last 3 logs, having
       been lower before): no signal is left to learn from."""
-    evals = [r for r in records if "eval/reward" in r]
     train = [r["reward"] for r in records if "reward" in r]
-    if len(evals) >= 2 and len(train) >= 2 * RECENT:
-        first, last = evals[0], evals[-1]
-        spread = 2 * math.sqrt(first.get("eval/reward_stderr", 0.0) ** 2 + last.get("eval/reward_stderr", 0.0) ** 2)
+    if len(train) >= 2 * RECENT:
         rose = sum(train[-RECENT:]) / RECENT - sum(train[:RECENT]) / RECENT
-        if rose > 0 and last["eval/reward"] < first["eval/reward"] - spread:
-            return (f"the trained reward rose by {rose:.3g} while the held-out reward fell from "
-                    f"{first['eval/reward']:.3g} to {last['eval/reward']:.3g} (more than 2 standard errors)")
+        for real in _held_out_keys(records):
+            reason = _fell(records, real, rose) or _unmoved(records, real)
+            if reason:
+                return reason
     for key, limit, what in (("completions/clipped_ratio", PINNED, "completion length is pinned at "
                               "max_completion_length"),
                              ("frac_reward_zero_std", FLAT, "nearly every group has zero reward variance")):
         values = [r[key] for r in records if key in r]
         if len(values) > RECENT and all(v >= limit for v in values[-RECENT:]) and min(values[:-RECENT]) < limit:
             return f"{what} ({key} {values[-1]:.2f} for the last {RECENT} logs, {min(values[:-RECENT]):.2f} before)"
+    return None
+
+
+MONITOR_PREFIX = "eval/monitor/"
+
+
+def _held_out_keys(records: Sequence[dict]) -> list[str]:
+    """eval/reward, then each monitor's held-out curve, in the order they first appear."""
+    keys = {k: None for r in records for k in r if k.startswith(MONITOR_PREFIX) and not k.endswith("_stderr")}
+    return ["eval/reward", *keys]
+
+
+def _spread(first: dict, last: dict, key: str) -> float:
+    """Two standard errors of the difference of two held-out means."""
+    return 2 * math.sqrt(first.get(f"{key}_stderr", 0.0) ** 2 + last.get(f"{key}_stderr", 0.0) ** 2)
+
+
+def _label(key: str) -> str:
+    return "held-out reward" if key == "eval/reward" else f"held-out {key[len(MONITOR_PREFIX):]} (a monitor)"
+
+
+def _fell(records: Sequence[dict], real: str, rose: float) -> str | None:
+    evals = [r for r in records if real in r]
+    if len(evals) < 2 or rose <= 0:
+        return None
+    first, last = evals[0], evals[-1]
+    if last[real] < first[real] - _spread(first, last, real):
+        return (f"the trained reward rose by {rose:.3g} while the {_label(real)} fell from {first[real]:.3g} to "
+                f"{last[real]:.3g} (more than 2 standard errors)")
+    return None
+
+
+def _unmoved(records: Sequence[dict], monitor: str) -> str | None:
+    if not monitor.startswith(MONITOR_PREFIX):
+        return None
+    evals = [r for r in records if monitor in r and "eval/reward" in r]
+    if len(evals) < RECENT:
+        return None
+    first, last = evals[0], evals[-1]
+    gained = last["eval/reward"] - first["eval/reward"]
+    if gained > _spread(first, last, "eval/reward") and last[monitor] <= first[monitor]:
+        return (f"the held-out reward rose from {first['eval/reward']:.3g} to {last['eval/reward']:.3g} (more than 2 "
+                f"standard errors) while the {_label(monitor)} did not rise ({first[monitor]:.3g} -> "
+                f"{last[monitor]:.3g}): the trained reward pays for something the real measure does not see")
     return None
 
 

@@ -92,9 +92,17 @@ TINY_VOCAB = 2048  # the vocabulary of the replica a `tiny:<family>` config gets
 
 
 def tiny_model_path(cfg) -> Path:
-    """Where the replica ``tiny:<family>`` of a config's dataset lives (built on first use by ``ensure_tiny_model``)."""
+    """Where the replica ``tiny:<family>`` of a config's dataset lives (built on first use by ``ensure_tiny_model``);
+    a run that starts from a registered adapter (model.adapter) uses the replica that adapter was trained on."""
     from ..errors import ConfigError
     from ..home import home_dir
+
+    if getattr(cfg.model, "adapter", None):
+        from .start import start_adapter
+
+        start = start_adapter(cfg)
+        assert start is not None  # model.adapter is set
+        return Path(start["base"])
 
     if not cfg.data.path:
         raise ConfigError(f"model.name '{cfg.model.name}' builds its tokenizer from local data, but data.hub_id is set.",
