@@ -328,3 +328,29 @@ def test_a_missing_reward_file_or_one_without_reward_is_refused_before_any_job(t
     (tmp_path / "mine.py").write_text("def reward(completion, row):\n    return 1 +\n")
     with pytest.raises(ConfigError, match="cannot be read as Python"):
         reward_sources(load_config(path))
+
+
+def test_render_for_a_flavor_prints_the_grpo_plan_and_refuses_qlora_with_vllm(tmp_path):
+    def render(flavor: str, **grpo_extra):
+        raw = _raw(tmp_path, model={"name": "Qwen/Qwen3-0.6B"}, grpo={"num_generations": 4, **grpo_extra})
+        raw["quantization"] = grpo_extra.pop("quantization", "none")
+        raw["grpo"].pop("quantization", None)
+        path = tmp_path / "gpu.yaml"
+        path.write_text(yaml.safe_dump(raw))
+        out = tmp_path / f"train-{flavor}-{raw['quantization']}.py"
+        done = run_cli("render", str(path), "--flavor", flavor, "-o", str(out))
+        return done, out
+
+    done, out = render("a10g-large", generation="vllm")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout[:done.stdout.rindex("}") + 1])["grpo_plan"]
+    assert plan["generation"]["use_vllm"] and plan["generation"]["vllm_mode"] == "colocate"
+    assert plan["generation"]["vllm_gpu_memory_utilization"] == 0.3 and plan["precision"] == "bf16 weights, LoRA in bf16"
+    assert plan["sizing"]["prompts_per_step"] == 4 and '"vllm"' in out.read_text().split("# ///", 2)[1]
+    done, _ = render("t4-small", generation="vllm")
+    assert "fp16 weights" in done.stdout  # no bf16 before compute capability 8.0
+    done, out = render("a10g-large", generation="vllm", quantization="4bit")
+    assert done.returncode != 0 and "QLoRA" in done.stderr and "quantization: none" in done.stderr
+    assert not out.exists()  # refused before anything was written
+    done, _ = render("a10g-large", quantization="4bit")
+    assert "transformers generate on the 4-bit weights" in done.stdout

@@ -96,3 +96,36 @@ def test_preflight_job_passes_then_fails_on_a_template_that_drops_tool_calls(tmp
     (result,) = parse(backend.logs(info.id)).get("PREFLIGHT", [])
     assert info.stage == "ERROR" and not result["ok"]
     assert result["mask_check"]["status"] == "fail" and "drops assistant tool calls" in result["mask_check"]["problem"]
+
+
+def test_grpo_on_hf_runs_its_rl_check_on_the_runs_flavor_after_a_human_yes(hub, tmp_path):
+    """The starting model's groups need the real model on its GPU: the RL check is a quoted HF job on the run's own
+    flavor, which waits for an approval; the mask-check-only remote job of SFT stays on cpu-basic."""
+    from mcp_server.approval import Consent
+    from mcp_server.pipeline.grpo_check import RL_CHECK_TIMEOUT_S
+    from support.common import write_jsonl
+
+    rows = write_jsonl(tmp_path / "prompts.jsonl", [
+        {"id": f"p{i}", "prompt": f"Write twice{i}(x).", "tests": [f"assert twice{i}(2) == 4"],
+         "solution": f"def twice{i}(x):\n    return 2 * x"} for i in range(8)])
+    path = cfg_file(tmp_path, rows, model={"name": "Qwen/Qwen3-0.6B"},
+                    training={"method": "grpo", "max_steps": 4, "per_device_train_batch_size": 8},
+                    grpo={"rewards": {"tests": 1.0}, "num_generations": 8})
+    quoted = preflight(path, backend="hf", flavor="a10g-small", timeout_s=3600)
+    checks = {c.name: c for c in quoted.checks}
+    assert not quoted.ok and quoted.approval and quoted.approval["approval_token"] and quoted.smoke_job is None
+    assert checks["remote_rl_check"].status == "pending" and "approval token" in checks["remote_rl_check"].fix
+    assert "8 of 8 reference solutions pass" in checks["ceiling"].detail
+    assert "vLLM colocate" in checks["grpo"].detail or "transformers generate" in checks["grpo"].detail
+    assert not hub.requests("POST", "/api/jobs/alice")  # nothing started, nothing charged
+    approved = preflight(path, backend="hf", flavor="a10g-small", timeout_s=3600,
+                         consent=Consent(token=quoted.approval["approval_token"]))
+    try:
+        assert approved.ok and approved.remote_job, approved.model_dump_json(indent=1)
+        (submit,) = hub.requests("POST", "/api/jobs/alice")
+        assert submit.body["flavor"] == "a10g-small" and submit.body["timeoutSeconds"] == RL_CHECK_TIMEOUT_S
+        assert "--rl-check" in json.dumps(submit.body["command"]) and submit.body["labels"]["stage"] == "preflight"
+        assert "TUNEPACK_RLCHECK" in approved.next_step
+    finally:
+        if approved.smoke_job:
+            get_backend("local").cancel(approved.smoke_job.id)

@@ -44,6 +44,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--timeout", type=int, default=None, help="the real run's timeout, for the quote")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="checks and quote only, no smoke job")
     p.add_argument("--no-wait", dest="wait", action="store_false", help="do not wait for the smoke job")
+    p.add_argument("--yes", action="store_true", help="GRPO on HF Jobs: you approve the quoted RL check on the "
+                   "run's GPU flavor")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_preflight)
 
@@ -132,10 +134,25 @@ def cmd_render(args) -> None:
         precheck_data(cfg)
         model_path = ensure_tiny_model(cfg)
     plan = precheck_distill(cfg, "hf" if args.flavor else "local", args.flavor)
+    grpo_plan = _grpo_flavor_plan(cfg, args.flavor)  # refused before any file is written
     out = write_script(cfg, args.output, model_path=model_path, run_name=args.run_name, distill=plan)
     if plan is not None:
         print(json.dumps({"distill_plan": plan}, indent=2))
+    if grpo_plan is not None:
+        print(json.dumps({"grpo_plan": grpo_plan}, indent=2))
     print(f"wrote {out} — run it with: python {out}  (or: uv run {out})")
+
+
+def _grpo_flavor_plan(cfg, flavor: str | None) -> dict | None:
+    if cfg.training.method != "grpo" or not flavor:
+        return None
+    from ..errors import ConfigError
+    from ..pipeline.grpo_check import flavor_plan
+
+    plan = flavor_plan(cfg, "hf", flavor)
+    if plan["generation"]["error"]:
+        raise ConfigError(*plan["generation"]["error"])
+    return plan
 
 
 def cmd_run_remote(args) -> None:
@@ -168,11 +185,12 @@ def cmd_run_remote(args) -> None:
 
 
 def cmd_preflight(args) -> None:
+    from ..approval import Consent
     from ..jobs import failure_error, get_backend
     from ..pipeline.preflight import preflight
 
     report = preflight(args.config, backend=args.backend or "local", flavor=args.flavor, timeout_s=args.timeout,
-                       smoke=args.smoke)
+                       smoke=args.smoke, consent=Consent.keyboard(args.yes))
     if report.smoke_job and args.wait:  # the smoke job runs here, whatever backend the real run will use
         backend = get_backend("local")
         info = follow(backend, report.smoke_job.id, None if args.json else progress(False), cancel=True)

@@ -26,15 +26,11 @@ def grpo_preflight(cfg: TrainConfig, backend: str, flavor: str | None, checks: l
     """The plan (a ``grpo`` check) and the host's ceiling (a ``ceiling`` check); None for other methods."""
     if cfg.training.method != "grpo":
         return None
-    from ..train.grpo_plan import grpo_plan, prompt_rows, runs_code
+    from ..train.grpo_plan import prompt_rows, runs_code
     from ..train.start import start_adapter
 
     try:
-        hardware = flavor_info(backend, flavor)
-        cuda = bool(hardware.accelerator)
-        use_4bit = cfg.quantization == "4bit" or (cfg.quantization == "auto" and cuda)
-        plan = grpo_plan(cfg, cuda=cuda, use_4bit=use_4bit, flavor=flavor,
-                         start=start_adapter(cfg, remote=backend != "local"))
+        plan = flavor_plan(cfg, backend, flavor, start=start_adapter(cfg, remote=backend != "local"))
         if plan["generation"]["error"]:
             problem, fix = plan["generation"]["error"]
             checks.append(Check(name="grpo", status="fail", detail=problem, fix=fix))
@@ -47,6 +43,21 @@ def grpo_preflight(cfg: TrainConfig, backend: str, flavor: str | None, checks: l
     plan["leaks"] = {"checked": len(rows) + len(held), "leaked": 0}
     if runs_code(cfg, plan["monitor"]) and cfg.grpo.ceiling_check:
         plan["ceiling"] = _ceiling(cfg, rows + held, checks)
+    return plan
+
+
+def flavor_plan(cfg: TrainConfig, backend: str, flavor: str | None, start: dict | None = None) -> dict:
+    """What a GRPO run does on a flavor, as its job will choose: the generation path (vLLM colocate and its share
+    of the GPU's memory, or transformers, and why), the precision, the sizing, the rewards and monitors."""
+    from ..train.grpo_plan import grpo_plan
+
+    hardware = flavor_info(backend, flavor)
+    cuda = bool(hardware.accelerator)
+    use_4bit = cfg.quantization == "4bit" or (cfg.quantization == "auto" and cuda)
+    plan = grpo_plan(cfg, cuda=cuda, use_4bit=use_4bit, flavor=flavor, start=start)
+    half = "bf16" if (hardware.compute_capability or 0) >= 8.0 else "fp16"
+    plan["precision"] = (f"4-bit nf4 base (QLoRA), {half} compute" if use_4bit else
+                         f"{half} weights, LoRA in {half}" if cuda else "float32 (no GPU)")
     return plan
 
 

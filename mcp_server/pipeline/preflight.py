@@ -36,7 +36,7 @@ class PreflightReport(BaseModel):
     remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
     distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
     grpo: dict | None = None  # training.method grpo: rewards, monitors, sizing, generation path, start, ceiling
-    approval: Decision | None = None  # a GRPO check on a paid flavor not yet approved: the quote and its token
+    approval: dict | None = None  # GRPO on a paid flavor, not yet approved: the decision (quote, approval_token)
     next_step: str
 
 
@@ -142,7 +142,8 @@ def _load_checked(config_path: str | Path, checks: list[Check]) -> TrainConfig |
         checks.append(_fail("data", exc))
         return None
     checks.append(Check(name="data", status="pass" if rows else "pending",
-                        detail=f"{rows} rows, each with an assistant turn" if rows else
+                        detail=(f"{rows} prompt rows (GRPO: the completions are the model's)"
+                                if cfg.data.format == "prompts" else f"{rows} rows, each with an assistant turn") if rows else
                         f"Hub dataset {cfg.data.hub_id}: read and checked inside the job"))
     checks.append(_model_check(cfg))
     return cfg
@@ -287,7 +288,8 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
         return PreflightReport(ok=True, checks=checks, next_step="run the pipeline (pipeline_run)", **done)
     remote, waiting = _start_remote_check(cfg, checks, flavor, consent or Consent()) if backend == "hf" else (None, None)
     if waiting is not None:
-        return PreflightReport(ok=False, checks=checks, approval=waiting, next_step=waiting.message, **done)
+        return PreflightReport(ok=False, checks=checks, approval=waiting.model_dump(mode="json"),
+                               next_step=waiting.message, **done)
     if backend == "hf" and remote is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     job = _start_smoke(cfg, checks)

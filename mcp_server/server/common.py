@@ -26,12 +26,11 @@ ConfigPath = Annotated[str, Field(description="Path of a tunepack YAML config (e
 Backend = Annotated[str, Field(description="Job backend: 'local' (this machine, free) or 'hf' (HF Jobs).")]
 OptBackend = Annotated[str | None, Field(description="Job backend: 'local' (this machine, free) or 'hf' (HF Jobs); "
                                                      "empty = the config's job.backend, else local.")]
-Flavor = Annotated[str | None, Field(description="Hardware flavor (jobs_hardware lists them); empty = the "
-                                                 "backend's default.")]
-TimeoutS = Annotated[int | None, Field(description="Kill the job after this many seconds (required for paid "
-                                                   "flavors: it bounds the worst-case cost).", ge=1)]
-ApprovalToken = Annotated[str | None, Field(description="Only after a human approved a quote: the token the "
-                                                        "previous call returned.")]
+Flavor = Annotated[str | None, Field(description="Hardware flavor (see jobs_hardware); empty = the backend's "
+                                                 "default.")]
+TimeoutS = Annotated[int | None, Field(description="Kill the job after this many seconds (required on paid "
+                                                   "flavors: it bounds the worst case).", ge=1)]
+ApprovalToken = Annotated[str | None, Field(description="Only after a human approved a quote: its token.")]
 Force = Annotated[bool, Field(description="Allow a remote training timeout under 30 minutes (smoke jobs only).")]
 JobId = Annotated[str, Field(description="A job id returned by a submit/run/preflight tool or jobs_list.")]
 Project = Annotated[str, Field(description="Trackio project name.")]
