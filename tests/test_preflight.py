@@ -8,6 +8,7 @@ from mcp_server.jobs import get_backend
 from mcp_server.jobs.markers import parse
 from mcp_server.pipeline.preflight import SMOKE_STEPS, preflight, smoke_config
 from mcp_server.config import parse_config
+from support.common import run_cli
 
 
 def cfg_file(tmp_path, data, **extra) -> str:
@@ -99,10 +100,12 @@ def test_preflight_job_passes_then_fails_on_a_template_that_drops_tool_calls(tmp
 
 
 def test_grpo_on_hf_runs_its_rl_check_on_the_runs_flavor_after_a_human_yes(hub, tmp_path):
-    """The starting model's groups need the real model on its GPU: the RL check is a quoted HF job on the run's own
-    flavor, which waits for an approval; the mask-check-only remote job of SFT stays on cpu-basic."""
+    """The starting model's groups need the real model on its GPU: preflight (free) checks the plan and the ceiling
+    and runs the mask check on cpu-basic; `tunepack rl-check` is the quoted HF job on the run's own flavor, which
+    waits for an approval."""
     from mcp_server.approval import Consent
     from mcp_server.pipeline.grpo_check import RL_CHECK_TIMEOUT_S
+    from mcp_server.pipeline.preflight import rl_check
     from support.common import write_jsonl
 
     rows = write_jsonl(tmp_path / "prompts.jsonl", [
@@ -111,21 +114,23 @@ def test_grpo_on_hf_runs_its_rl_check_on_the_runs_flavor_after_a_human_yes(hub, 
     path = cfg_file(tmp_path, rows, model={"name": "Qwen/Qwen3-0.6B"},
                     training={"method": "grpo", "max_steps": 4, "per_device_train_batch_size": 8},
                     grpo={"rewards": {"tests": 1.0}, "num_generations": 8})
-    quoted = preflight(path, backend="hf", flavor="a10g-small", timeout_s=3600)
-    checks = {c.name: c for c in quoted.checks}
-    assert not quoted.ok and quoted.approval and quoted.approval["approval_token"] and quoted.smoke_job is None
-    assert checks["remote_rl_check"].status == "pending" and "approval token" in checks["remote_rl_check"].fix
-    assert "8 of 8 reference solutions pass" in checks["ceiling"].detail
-    assert "vLLM colocate" in checks["grpo"].detail or "transformers generate" in checks["grpo"].detail
-    assert not hub.requests("POST", "/api/jobs/alice")  # nothing started, nothing charged
-    approved = preflight(path, backend="hf", flavor="a10g-small", timeout_s=3600,
-                         consent=Consent(token=quoted.approval["approval_token"]))
+    report = preflight(path, backend="hf", flavor="a10g-small", timeout_s=3600)
     try:
-        assert approved.ok and approved.remote_job, approved.model_dump_json(indent=1)
-        (submit,) = hub.requests("POST", "/api/jobs/alice")
-        assert submit.body["flavor"] == "a10g-small" and submit.body["timeoutSeconds"] == RL_CHECK_TIMEOUT_S
-        assert "--rl-check" in json.dumps(submit.body["command"]) and submit.body["labels"]["stage"] == "preflight"
-        assert "TUNEPACK_RLCHECK" in approved.next_step
+        checks = {c.name: c for c in report.checks}
+        assert report.ok and "8 of 8 reference solutions pass" in checks["ceiling"].detail
+        assert "tunepack rl-check CONFIG --flavor a10g-small" in checks["remote_rl_check"].detail
+        (mask_job,) = hub.requests("POST", "/api/jobs/alice")
+        assert mask_job.body["flavor"] == "cpu-basic" and "--check-only" in json.dumps(mask_job.body["command"])
     finally:
-        if approved.smoke_job:
-            get_backend("local").cancel(approved.smoke_job.id)
+        get_backend("local").cancel(report.smoke_job.id)
+    quoted = rl_check(path, flavor="a10g-small", consent=Consent())
+    assert not quoted.ok and quoted.approval["approval_token"] and len(hub.requests("POST", "/api/jobs/alice")) == 1
+    assert "approve" in quoted.next_step.lower() or "approval" in quoted.next_step.lower()
+    approved = rl_check(path, flavor="a10g-small", consent=Consent(token=quoted.approval["approval_token"]))
+    assert approved.ok and approved.remote_job, approved.model_dump_json(indent=1)
+    submit = hub.requests("POST", "/api/jobs/alice")[-1]
+    assert submit.body["flavor"] == "a10g-small" and submit.body["timeoutSeconds"] == RL_CHECK_TIMEOUT_S
+    assert "--rl-check" in json.dumps(submit.body["command"]) and "TUNEPACK_RLCHECK" in approved.next_step
+    refused = run_cli("rl-check", path, "--flavor", "a10g-small")  # no terminal, no --yes: nothing starts
+    assert refused.returncode != 0 and "terminal" in refused.stderr.lower()
+    assert len(hub.requests("POST", "/api/jobs/alice")) == 2

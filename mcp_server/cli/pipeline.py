@@ -7,6 +7,7 @@ Usage:
     tunepack preflight examples/demo.yaml [--backend hf --flavor a10g-small --timeout 7200]
     tunepack run examples/demo.yaml        |  tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
     tunepack grpo-prompts --mbpp mbpp.jsonl --split train -o train.jsonl  |  grpo-prompts --rows rows.jsonl -o p.jsonl
+    tunepack env-trajectories train.jsonl -o warm.jsonl            # scripted coding-environment episodes, SFT rows
     tunepack tiny-model --data examples/data/agent_traces.jsonl -o /tmp/tiny [--family llama3]
     tunepack budget show|set PROJECT [USD]  |  tunepack data inspect PATH | preview CONFIG --row N
 """
@@ -44,10 +45,16 @@ def add_parsers(sub) -> None:
     p.add_argument("--timeout", type=int, default=None, help="the real run's timeout, for the quote")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="checks and quote only, no smoke job")
     p.add_argument("--no-wait", dest="wait", action="store_false", help="do not wait for the smoke job")
-    p.add_argument("--yes", action="store_true", help="GRPO on HF Jobs: you approve the quoted RL check on the "
-                   "run's GPU flavor")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_preflight)
+
+    p = sub.add_parser("rl-check", help="GRPO on HF Jobs: the RL check with the real model on the run's GPU flavor "
+                       "(ceiling, sizing, the starting model's groups); a paid job, quoted, a human's yes")
+    p.add_argument("config")
+    p.add_argument("--flavor", default=None, help="the run's HF Jobs flavor (default: the config's job.flavor)")
+    p.add_argument("--yes", action="store_true", help=YES_HELP)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_rl_check)
 
     p = sub.add_parser("run", help="validate, render, train as a local job, track, register the adapter")
     p.add_argument("config")
@@ -72,6 +79,15 @@ def add_parsers(sub) -> None:
     p.add_argument("--keep-impossible", action="store_true", help="keep problems whose reference solution fails")
     p.add_argument("--limit", type=int, default=None, help="the first N problems (or prompt rows) only")
     p.set_defaults(func=cmd_grpo_prompts)
+
+    p = sub.add_parser("env-trajectories", help="scripted episodes of the coding environment (the reference solution "
+                       "run, tested, answered) as SFT rows with the tools: a warm start before environment GRPO")
+    p.add_argument("rows", help="prompt rows with hidden tests (`tunepack grpo-prompts --mbpp` output)")
+    p.add_argument("-o", "--output", required=True)
+    p.add_argument("--policy", default="reference", choices=["reference", "no-code"])
+    p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "confined", "unsafe-host"])
+    p.add_argument("--limit", type=int, default=None, help="the first N rows only")
+    p.set_defaults(func=cmd_env_trajectories)
 
     p = sub.add_parser("tiny-model", help="build a tiny random-initialised CPU replica of a model family")
     p.add_argument("--data", nargs="+", required=True)
@@ -185,12 +201,11 @@ def cmd_run_remote(args) -> None:
 
 
 def cmd_preflight(args) -> None:
-    from ..approval import Consent
     from ..jobs import failure_error, get_backend
     from ..pipeline.preflight import preflight
 
     report = preflight(args.config, backend=args.backend or "local", flavor=args.flavor, timeout_s=args.timeout,
-                       smoke=args.smoke, consent=Consent.keyboard(args.yes))
+                       smoke=args.smoke)
     if report.smoke_job and args.wait:  # the smoke job runs here, whatever backend the real run will use
         backend = get_backend("local")
         info = follow(backend, report.smoke_job.id, None if args.json else progress(False), cancel=True)
@@ -210,6 +225,21 @@ def cmd_preflight(args) -> None:
     job = report.smoke_job
     if job and args.wait and job.stage != "COMPLETED":
         raise failure_error(job, get_backend("local").logs(job.id))
+
+
+def cmd_rl_check(args) -> None:
+    from ..approval import Consent
+    from ..pipeline.preflight import rl_check
+
+    report = rl_check(args.config, flavor=args.flavor, consent=Consent.keyboard(args.yes))
+    if args.json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        for check in report.checks:
+            print(f"{check.status:<5} {check.name}: {check.detail}" + (f"  Fix: {check.fix}" if check.fix else ""))
+        print(f"next: {report.next_step}")
+    if not report.ok:
+        raise TunepackError("The RL check did not start (listed above).", report.next_step)
 
 
 def cmd_run(args) -> None:
@@ -240,6 +270,22 @@ def _print_eval(summary: dict) -> None:
         return
     print(f"eval:       recorded in {summary['results_path']} and the model card\n")
     print(summary["table"])
+
+
+def cmd_env_trajectories(args) -> None:
+    from ..errors import DataError
+    from ..train.data import read_local_rows
+    from ..train.env_data import trajectory_rows
+
+    if not Path(args.rows).is_file():
+        raise DataError(f"{args.rows} is not a file.", "point at prompt rows, e.g. from `tunepack grpo-prompts --mbpp`.")
+    rows = [r for r in read_local_rows(args.rows) if r.get("solution")][:args.limit]
+    if not rows:
+        raise DataError(f"{args.rows} has no row with a reference 'solution' to script.",
+                        "write the rows with `tunepack grpo-prompts --mbpp FILE` (they carry the reference solution).")
+    out_rows, report = trajectory_rows(rows, args.policy, sandbox=args.sandbox)
+    out = _write_rows(args.output, out_rows)
+    print(json.dumps({**report, "output": str(out)}, indent=2))
 
 
 def cmd_grpo_prompts(args) -> None:

@@ -1,4 +1,5 @@
-"""The sections of the methods beyond SFT: distillation (teacher, distill) and GRPO (grpo).
+"""The sections of the methods beyond SFT: distillation (teacher, distill), GRPO (grpo) and GRPO inside an
+environment (environment).
 
 Each method's knobs live in its own section of TrainConfig; the cross-section rules (a teacher needs
 training.method distill, grpo needs prompt rows, ...) stay with TrainConfig's validators in schema.py.
@@ -48,6 +49,25 @@ class DistillSection(Section):
     def mode(self) -> str:
         """off-policy, on-policy or mixed (the Trackio group: the modes' losses are not comparable)."""
         return "off-policy" if self.lmbda == 0 else "on-policy" if self.lmbda == 1 else f"mixed-lmbda{self.lmbda:g}"
+
+
+class EnvironmentSection(Section):
+    """GRPO inside an environment tunepack ships (``environment: coding``): the model works on each task through
+    tools, in a sandboxed workspace per rollout, and the environment owns the reward."""
+
+    name: Literal["coding"] = Field("coding", description="coding = a problem in a live Python session: tools "
+                                    "run_python (state persists), write_file, read_file, run_tests (the visible "
+                                    "tests); reward = the hidden tests' pass rate, minus 0.2 when no code ever ran "
+                                    "and 0.1 when the rollout called tools past tool_budget.")
+    max_turns: int = Field(6, ge=1, le=32, description="Messages the model writes per rollout after tool results "
+                           "(TRL's max_tool_calling_iterations); the loop also ends at max_completion_length.")
+    tool_budget: int = Field(8, ge=1, le=64, description="Tool calls per rollout; calls beyond it return an error "
+                             "and the rollout is penalised (runaway tool calls).")
+    timeout_s: float = Field(5.0, gt=0, le=120, description="Each program's time limit; a call past it returns an "
+                             "error result, is not kept, and the session continues.")
+    save_rollouts: bool = Field(True, description="Write every rollout (training and held-out) as a Pi session with "
+                                "its reward and verdict (rollouts/ in the output folder): the Hub's trace viewer "
+                                "shows them and `tunepack traces convert --only-verified` turns them into SFT rows.")
 
 
 class GrpoSection(Section):
@@ -115,9 +135,7 @@ class GrpoSection(Section):
     @field_validator("rewards")
     @classmethod
     def _some_reward(cls, value: dict[str, float]) -> dict[str, float]:
-        if not value:
-            raise ValueError("no reward: name at least one, e.g. {format: 1.0}")
-        if all(w == 0 for w in value.values()):
+        if value and all(w == 0 for w in value.values()):
             raise ValueError("every reward weight is 0: nothing would be optimised")
         return value
 

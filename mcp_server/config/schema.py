@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .methods import DistillSection, GrpoSection, TeacherSection
+from .methods import DistillSection, EnvironmentSection, GrpoSection, TeacherSection
 from .section import Section, untitled  # noqa: F401  (untitled: re-exported for the traces models)
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -86,6 +86,9 @@ class TracesSection(Section):
     windows: Literal["auto", "off"] | None = Field(
         None, description="Sets data.windows for the converted sessions (auto: sessions longer than "
         "training.max_length are split into windows that fit).")
+    only_verified: bool = Field(False, description="data.path holds a GRPO run's rollouts (the coding environment's "
+                                "rollouts/ folder): train only on those whose hidden tests all passed.")
+    per_problem: int | None = Field(4, ge=1, description="With only_verified: rollouts kept per problem.")
 
 
 class DataSection(Section):
@@ -403,6 +406,15 @@ class TrainConfig(Section):
                                            "(training.method: distill).")
     distill: DistillSection = Field(default_factory=DistillSection)
     grpo: GrpoSection = Field(default_factory=GrpoSection)
+    environment: EnvironmentSection | None = Field(
+        None, description="GRPO inside an environment: `coding` (or a mapping: name, max_turns, tool_budget, "
+        "timeout_s, save_rollouts). Rows: MBPP prompts from `tunepack grpo-prompts` (one visible test, the rest "
+        "hidden) or {id, prompt, tests, hidden_tests}.")
+
+    @field_validator("environment", mode="before")
+    @classmethod
+    def _environment_name(cls, value):
+        return {"name": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _distillation(self) -> "TrainConfig":
@@ -433,6 +445,9 @@ class TrainConfig(Section):
     def _grpo(self) -> "TrainConfig":
         grpo, training = self.grpo, self.training
         if training.method != "grpo":
+            if self.environment is not None:
+                raise ValueError(f"environment: {self.environment.name} trains with GRPO; set training.method: grpo "
+                                 "(or remove the environment section)")
             if self.model.adapter:
                 raise ValueError(f"model.adapter ({self.model.adapter}) starts a run from a registered adapter, which "
                                  "training.method grpo does for now; set training.method: grpo, or remove "
@@ -455,6 +470,16 @@ class TrainConfig(Section):
                              f"{2 * grpo.num_generations} (two)")
         if self.distributed.processes > 1:
             raise ValueError("GRPO runs in one process for now; set distributed.processes: 1")
+        if self.environment is not None:
+            if "rewards" not in grpo.model_fields_set:
+                grpo.rewards = {}  # the environment owns the reward
+            if grpo.rewards or grpo.reward_files or grpo.monitor not in ("auto", []):
+                raise ValueError(f"environment: {self.environment.name} owns the reward (the hidden tests, with its "
+                                 "penalties); grpo.rewards, grpo.reward_files and grpo.monitor do not apply beside "
+                                 "it yet: remove them")
+        if not grpo.rewards and self.environment is None:
+            raise ValueError("no reward: name at least one in grpo.rewards (e.g. {format: 1.0}), or train inside an "
+                             "environment (environment: coding)")
         return self
 
     @model_validator(mode="after")
@@ -491,7 +516,7 @@ class TrainConfig(Section):
         if self.training.method == "distill":
             name += f"-kd-l{self.distill.lmbda:g}-b{self.distill.beta:g}"
         elif self.training.method == "grpo":
-            name += f"-grpo-g{self.grpo.num_generations}"
+            name += f"-grpo-g{self.grpo.num_generations}" + (f"-{self.environment.name}" if self.environment else "")
         return name
 
     @property
@@ -500,4 +525,5 @@ class TrainConfig(Section):
         if self.output.name:
             return self.output.name
         base = self.model.name.rstrip("/").split("/")[-1].replace(":", "-")
-        return (re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.") or "adapter") + f"-{self.training.method}"
+        method = self.training.method + (f"-{self.environment.name}" if self.environment else "")
+        return (re.sub(r"[^A-Za-z0-9._-]+", "-", base).strip("-.") or "adapter") + f"-{method}"

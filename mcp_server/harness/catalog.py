@@ -32,7 +32,7 @@ SPENDING = ("pipeline_run", "jobs_submit", "eval_start", "registry_publish", "sw
 # server it started, answering its approval prompts itself). Each harness asks before running `tunepack <command> …`:
 # a seatbelt against honest mistakes, not a wall (another spelling, or a script that imports tunepack, is not matched).
 PAID_COMMANDS = ("run", "jobs submit", "eval run", "sweep submit", "registry publish", "traces push", "export",
-                 "budget set", "approve", "serve")
+                 "rl-check", "budget set", "approve", "serve")
 # Tools that only read (or write tunepack's own notes): allowed without a click in Claude Code.
 READ_ONLY = (
     "skills_list", "skills_read", "data_inspect", "data_mask_preview", "pipeline_validate", "pipeline_render",

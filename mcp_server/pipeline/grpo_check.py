@@ -74,6 +74,10 @@ def _ceiling(cfg: TrainConfig, rows: list[dict], checks: list[Check]) -> dict | 
     """The reference solutions through the tests reward in this machine's sandbox; pending when it has none."""
     from ..train.prompts import ceiling
 
+    if cfg.environment is not None:  # the environment scores the hidden tests
+        from ..evals.kit.coding_env import split_tests
+
+        rows = [{**r, "tests": split_tests(r)[1]} for r in rows]
     with_solution = [r for r in rows if r.get("solution") and r.get("tests")]
     if not with_solution:
         checks.append(Check(name="ceiling", status="skipped", detail="no row carries a reference 'solution': the "

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from ..approval import Consent, Decision
 from ..config import TrainConfig, load_config
-from ..errors import TunepackError
+from ..errors import ConfigError, TunepackError
 from ..home import home_dir, trackio_dir
 from ..jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
 from ..traces.spine import training_config
@@ -212,23 +212,22 @@ REMOTE_CHECK_FLAVOR = "cpu-basic"  # the cheapest machine: the mask check needs 
 REMOTE_CHECK_TIMEOUT_S = 1800
 
 
-def _start_remote_check(cfg: TrainConfig, checks: list[Check], flavor: str | None,
-                        consent: Consent) -> tuple[JobInfo | None, Decision | None]:
+def _start_remote_check(cfg: TrainConfig, checks: list[Check], flavor: str | None = None,
+                        consent: Consent | None = None, rl: bool = False) -> tuple[JobInfo | None, Decision | None]:
     """The real config's first steps as an HF job: it proves the job starts, its pinned packages install, the data
     repo and the tokenizer load at their pinned commits and the masks verify there — what the paid run will meet
-    first. SFT and distillation: the mask check on cpu-basic (cents, charged to the budget). GRPO: the RL check
-    (``--rl-check``: the ceiling in the job's sandbox and the starting model's groups, which need the real model
-    on its GPU) on the run's own flavor, quoted and approved like any paid job. Returns (the job, or the
-    decision still waiting for a human's yes)."""
+    first. Default: the mask check on cpu-basic (cents, charged to the budget). ``rl`` (GRPO, `tunepack rl-check`):
+    the RL check (``--rl-check``: the ceiling in the job's sandbox and the starting model's groups, which need
+    the real model on its GPU) on the run's own flavor, quoted and approved like any paid job. Returns (the job,
+    or the decision still waiting for a human's yes)."""
     from ..approval import spend
     from ..jobs import get_backend
     from .remote import prepare_remote
 
-    grpo = cfg.training.method == "grpo"
-    where = (flavor or cfg.job.flavor or "a10g-small") if grpo else REMOTE_CHECK_FLAVOR
-    timeout = RL_CHECK_TIMEOUT_S if grpo else REMOTE_CHECK_TIMEOUT_S
-    name = "remote_rl_check" if grpo else "remote_mask_check"
-    run_name = f"preflight-{run_name_for(cfg)}"
+    where = (flavor or cfg.job.flavor or "a10g-small") if rl else REMOTE_CHECK_FLAVOR
+    timeout = RL_CHECK_TIMEOUT_S if rl else REMOTE_CHECK_TIMEOUT_S
+    name = "remote_rl_check" if rl else "remote_mask_check"
+    run_name = f"{'rlcheck' if rl else 'preflight'}-{run_name_for(cfg)}"
     run_dir = home_dir("runs", run_name)
     cost = estimate("hf", where, timeout)
 
@@ -237,25 +236,26 @@ def _start_remote_check(cfg: TrainConfig, checks: list[Check], flavor: str | Non
         script = write_script(plan.config, run_dir / "remote_check.py", run_name=run_name,
                               mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket)
         return get_backend("hf").submit(JobSpec(
-            script=str(script), args=["--rl-check" if grpo else "--check-only"], name=run_name, flavor=where,
+            script=str(script), args=["--rl-check" if rl else "--check-only"], name=run_name, flavor=where,
             timeout_s=timeout, secrets=["HF_TOKEN"], volumes=plan.cache.mounts, env=plan.cache.env,
             labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight",
                     "config_hash": config_hash(cfg)}))
 
+    action = "rl_check" if rl else "pipeline_preflight"
     try:
-        outcome = spend("pipeline_preflight", {"config_hash": config_hash(cfg), "flavor": where, "timeout_s": timeout},
-                        cost, cfg.tracking.project, submit, consent)
+        outcome = spend(action, {"config_hash": config_hash(cfg), "flavor": where, "timeout_s": timeout}, cost,
+                        cfg.tracking.project, submit, consent or Consent())
     except TunepackError as exc:
+        if rl:
+            raise
         checks.append(_fail(name, exc))
         return None, None
     job = outcome.job
-    if job is None:  # a paid flavor (the GRPO check) waits for a human's yes
+    if job is None:  # a paid flavor waits for a human's yes
         checks.append(Check(name=name, status="pending", detail=outcome.decision.message,
-                            fix="show the quote to the human; once they agree, run preflight again with the "
-                                "approval token (pipeline_preflight approval_token, or `tunepack preflight --yes` "
-                                "at a terminal)"))
+                            fix="show the quote to the human; run the command again with --yes once they agree"))
         return None, outcome.decision
-    what = ("the ceiling in the job's sandbox and the starting model's groups (its TUNEPACK_RLCHECK line)" if grpo
+    what = ("the ceiling in the job's sandbox and the starting model's groups (its TUNEPACK_RLCHECK line)" if rl
             else "the mask check (its TUNEPACK_MASK line)")
     checks.append(Check(name=name, status="pending",
                         detail=f"HF job {job.id} on {where} (worst case ${cost.worst_case_usd:.3f}): the real "
@@ -263,11 +263,36 @@ def _start_remote_check(cfg: TrainConfig, checks: list[Check], flavor: str | Non
     return job, None
 
 
+def rl_check(config_path: str | Path, *, flavor: str | None = None, consent: Consent | None = None) -> PreflightReport:
+    """GRPO's RL check with the real model on its HF Jobs GPU (`tunepack rl-check`): the same script as the run with
+    ``--rl-check`` on the run's flavor — the ceiling, the sizing, the starting model's groups — quoted, and only
+    with a human's yes (the command at a terminal, or --yes)."""
+    checks: list[Check] = []
+    cfg = _load_checked(config_path, checks)
+    if cfg is None:
+        return PreflightReport(ok=False, checks=checks, next_step=RETRY)
+    if cfg.training.method != "grpo":
+        raise ConfigError(f"rl-check is GRPO's check, and {config_path} trains with {cfg.training.method}.",
+                          "run `tunepack preflight CONFIG` for SFT and distillation.")
+    grpo = grpo_preflight(cfg, "hf", flavor, checks)
+    if any(c.status == "fail" for c in checks):
+        return PreflightReport(ok=False, checks=checks, grpo=grpo, next_step=RETRY)
+    job, waiting = _start_remote_check(cfg, checks, flavor, consent, rl=True)
+    if waiting is not None:
+        return PreflightReport(ok=False, checks=checks, grpo=grpo, approval=waiting.model_dump(mode="json"),
+                               next_step=waiting.message)
+    assert job is not None
+    return PreflightReport(ok=True, checks=checks, grpo=grpo, remote_job=job,
+                           next_step=f"follow HF job {job.id} (tunepack jobs wait {job.id} --backend hf): COMPLETED "
+                                     "with a TUNEPACK_RLCHECK line is a pass; its TUNEPACK_ERROR says what to fix")
+
+
 def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
-              timeout_s: int | None = None, smoke: bool = True, consent: Consent | None = None) -> PreflightReport:
+              timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
     """Be sure before spending: config, data, model reference, the cost quote and (for remote runs or Hub
-    outputs) the token's permissions; then the mask-check + smoke job. ``consent``: the human's yes for a check
-    that costs money (GRPO's RL check on an HF GPU)."""
+    outputs) the token's permissions; then the mask-check + smoke job. GRPO: the RL plan and ceiling here, the
+    starting model's groups in the job (locally with the real model; for HF Jobs `tunepack rl-check` runs them
+    on the run's GPU, a paid job of its own)."""
     checks: list[Check] = []
     cfg = _load_checked(config_path, checks)
     cost = _quote(backend, flavor, timeout_s, checks) if cfg else None
@@ -286,15 +311,19 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
             return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     if not smoke:
         return PreflightReport(ok=True, checks=checks, next_step="run the pipeline (pipeline_run)", **done)
-    remote, waiting = _start_remote_check(cfg, checks, flavor, consent or Consent()) if backend == "hf" else (None, None)
-    if waiting is not None:
-        return PreflightReport(ok=False, checks=checks, approval=waiting.model_dump(mode="json"),
-                               next_step=waiting.message, **done)
+    remote = _start_remote_check(cfg, checks)[0] if backend == "hf" else None
     if backend == "hf" and remote is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     job = _start_smoke(cfg, checks)
     wait = f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail"
     if remote is not None:
-        marker = "TUNEPACK_RLCHECK" if cfg.training.method == "grpo" else "TUNEPACK_MASK"
-        wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a {marker} line is a pass"
+        wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a TUNEPACK_MASK line is a pass"
+    if cfg.training.method == "grpo" and backend == "hf":
+        rl_cost = estimate("hf", flavor or cfg.job.flavor or "a10g-small", RL_CHECK_TIMEOUT_S)
+        checks.append(Check(name="remote_rl_check", status="pending", detail=(
+            f"the starting model's groups need the real model on {rl_cost.flavor}: `tunepack rl-check CONFIG "
+            f"--flavor {rl_cost.flavor}` runs them there (at most {RL_CHECK_TIMEOUT_S // 60} min, worst case "
+            f"${rl_cost.worst_case_usd:.2f}, a human's yes); otherwise the run checks them first and stops before "
+            "training (grpo.signal_check)")))
+        wait += "; then `tunepack rl-check CONFIG` for the starting model's groups on the GPU (paid: a human's yes)"
     return PreflightReport(ok=True, checks=checks, smoke_job=job, remote_job=remote, next_step=wait, **done)

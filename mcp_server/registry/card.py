@@ -54,7 +54,7 @@ def render_card(manifest: dict, summary: RunSummary | None, *, name: str, versio
         results_markdown=results_markdown.rstrip("\n"), script_sha256=manifest.get("script_sha256"),
         config_hash=manifest.get("config_hash"), git_commit=manifest.get("git_commit"),
         config_yaml=yaml.safe_dump(config, sort_keys=False), distillation=manifest.get("distillation"),
-        grpo=manifest.get("grpo"), lineage=manifest.get("lineage"),
+        grpo=manifest.get("grpo"), lineage=manifest.get("lineage"), traces=manifest.get("traces"),
     )
 
 

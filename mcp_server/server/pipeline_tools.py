@@ -101,27 +101,7 @@ def ask_to_spend(ctx: Context, placed: Annotated[Placed, Resolve(place)]):
                   f"timeout {cost.timeout_s} s): it may cost up to ${cost.worst_case_usd:.2f}. Approve?", Approval)
 
 
-def ask_to_check(ctx: Context, placed: Annotated[Placed, Resolve(place)]):
-    """Resolver: a preflight spends only for GRPO on HF Jobs (its RL check samples the real model on the run's own
-    GPU flavor); ask the human then, when the client can; None = nobody was asked."""
-    from ..pipeline.grpo_check import RL_CHECK_TIMEOUT_S
-
-    cfg = placed.cfg
-    if placed.error or cfg is None or cfg.training.method != "grpo" or placed.backend != "hf" or not can_elicit(ctx):
-        return None
-    try:
-        cost = estimate("hf", placed.flavor or cfg.job.flavor or "a10g-small", RL_CHECK_TIMEOUT_S)
-    except TunepackError:
-        return None
-    if not cost.needs_approval:
-        return None
-    return Elicit(f"tunepack's GRPO preflight wants to sample the starting model on {cost.flavor} "
-                  f"(${cost.price_per_hour_usd:.2f}/h, at most {RL_CHECK_TIMEOUT_S // 60} min): it may cost up to "
-                  f"${cost.worst_case_usd:.2f}. Approve?", Approval)
-
-
 SpendApproval = Annotated[ElicitationResult[Approval], Resolve(ask_to_spend)]
-CheckApproval = Annotated[ElicitationResult[Approval], Resolve(ask_to_check)]
 PlacedConfig = Annotated[Placed, Resolve(place)]
 
 
@@ -158,15 +138,15 @@ def pipeline_render(config_path: ConfigPath,
 
 
 @guarded
-def pipeline_preflight(ctx: Context, config_path: ConfigPath, placed: PlacedConfig, approval: CheckApproval,
-                       backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
-                       smoke: Annotated[bool, Field(description="Start the check + smoke job.")] = True,
-                       approval_token: ApprovalToken = None) -> PreflightReport:
+def pipeline_preflight(config_path: ConfigPath, placed: PlacedConfig, backend: OptBackend = None,
+                       flavor: Flavor = None, timeout_s: TimeoutS = None,
+                       smoke: Annotated[bool, Field(description="Start the check + smoke job.")] = True
+                       ) -> PreflightReport:
     """Be sure before spending: check config, data, model and cost, then start a local job: the mask check
-    (GRPO: the RL check; on HF Jobs after a human's yes) and a few smoke steps."""
+    (GRPO: the RL check) and a few smoke steps."""
     # a config that does not load is reported by preflight as its first check
     return preflight(config_path, backend=placed.backend, flavor=placed.flavor, timeout_s=placed.timeout_s,
-                     smoke=smoke, consent=consent_from(approval, approval_token, ctx))
+                     smoke=smoke)
 
 
 @guarded

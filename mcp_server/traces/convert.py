@@ -180,6 +180,12 @@ def convert(paths: Sequence[str | Path], out: str | Path | None, opts: ConvertOp
     out_path = check_output(out) if out is not None else None
     counter = TokenCounter(opts.tokenizer, template)
     sources, skipped = find_sources(resolved, opts.format)
+    verified = None
+    if opts.only_verified:  # rejection sampling: the passing rollouts of a GRPO run, deduped and capped
+        from .verified import verified_sources
+
+        sources, counts, lineage = verified_sources(sources, opts.per_problem)
+        verified = {**counts, "lineage": lineage}
 
     thinking: Counter = Counter()
     redactions: Counter = Counter()
@@ -188,7 +194,7 @@ def convert(paths: Sequence[str | Path], out: str | Path | None, opts: ConvertOp
 
     check_template(template, opts.rows, sum(1 for _, n, _ in normalized if has_tools(n.messages)))
     result = ConvertReport(output=str(out_path) if out_path else None, row_format=opts.rows,
-                           token_counter=counter.label, source=source)
+                           token_counter=counter.label, source=source, verified=verified)
     shaping: Counter = Counter()
     calls: Counter = Counter()
     rows = _build_all(normalized, catalog, opts, template, counter, result, shaping, calls)

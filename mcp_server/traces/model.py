@@ -53,6 +53,12 @@ class ConvertOptions(BaseModel):
         True, description="Also emit the turns a compaction summarised away, as their own conversation.")
     synthesize_tools: bool = Field(
         True, description="Infer tool JSON schemas from the observed calls when a format stores none.")
+    only_verified: bool = Field(
+        False, description="Keep only the rollouts of a GRPO run in the coding environment (its rollouts/ folder) "
+        "whose hidden tests all passed: exact repeats of a problem's trajectory dropped, at most per_problem per "
+        "problem (verified-rollout SFT, the ladder's last rung).")
+    per_problem: int | None = Field(4, ge=1, description="With only_verified: rollouts kept per problem (the "
+                                    "highest rewards, then the earliest steps); empty = all.")
     redact: bool = Field(True, description="Replace secrets (API keys, tokens, bearer headers) in all text.")
     template: str | None = Field(None, description="Shape rows for this training template (TRL's qwen3, qwen2_5, "
                                                    "gptoss, deepseekv3; tunepack's gemma4, gemma4_v2..v5, llama3_1, "

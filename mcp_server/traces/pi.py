@@ -15,6 +15,9 @@ rebuilt the way pi builds its own context:
 
 v1 compactions point at an entry by index (``firstKeptEntryIndex``, header included); a line holding
 two objects contributes both, as it did in pi's memory when it wrote the index.
+
+A header may carry ``tools`` (the OpenAI-shaped schemas; pi itself stores none and ignores the key): tunepack's
+GRPO rollouts (``evals/kit/rollouts.py``) record the environment's tools there, and they win over inferred ones.
 """
 
 from __future__ import annotations
@@ -196,6 +199,7 @@ def read_pi(path: Path, opts: ConvertOptions, report: FileReport) -> list[Conver
     if header_model:
         branch = [{"type": "model_change", "modelId": header_model}] + branch
     segments = [s for s in _segments(branch, opts, report) if s]
+    tools = header.get("tools") if isinstance(header.get("tools"), list) else None  # a tunepack rollout's schemas
     return [Conversation(source=str(path), format="pi", session=session,
-                         part="main" if len(segments) == 1 else f"segment:{i + 1}", messages=msgs)
+                         part="main" if len(segments) == 1 else f"segment:{i + 1}", messages=msgs, tools=tools)
             for i, msgs in enumerate(segments)]

@@ -126,5 +126,5 @@ def provenance(cfg: TrainConfig) -> dict | None:
     if not stats:
         return None
     keys = ("source", "sessions", "conversations", "rows", "assistant_turns", "tool_calls", "dropped", "redactions",
-            "windows", "row_format")
+            "windows", "row_format", "verified")
     return {k: stats.get(k) for k in keys}

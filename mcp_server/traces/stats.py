@@ -74,6 +74,8 @@ class ConvertReport(BaseModel):
                                                   "each file's size and sha256")
     windows: dict | None = Field(None, description="rows=window: turns trained and dropped (by reason), windows, "
                                                    "and the compute multiplier (tokens processed ÷ session tokens)")
+    verified: dict | None = Field(None, description="only_verified: rollouts seen, failed, repeats, over the cap, "
+                                                    "kept, problems, and the lineage of the run that wrote them")
     files: list[FileReport] = Field(default_factory=list)
 
     def short(self) -> dict:

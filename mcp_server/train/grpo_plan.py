@@ -31,6 +31,8 @@ def check_prompt_rows(cfg: TrainConfig, rows: list[dict]) -> None:
         raise DataError(f"{len(bad)} of {len(rows)} rows have no prompt (row indices: {bad[:20]}).",
                         "give every row a non-empty 'prompt': a string ({id, prompt[, tests, solution]}) or a list of "
                         "chat messages ({id, prompt, tools, reference} from `tunepack grpo-prompts --rows`).")
+    if cfg.environment is not None:
+        check_env_rows(rows)
     if "tool_call" in set(cfg.grpo.rewards) | set(monitors(cfg, rows)):
         untooled = [str(r.get("id", i)) for i, r in enumerate(rows) if not r.get("tools") or "reference" not in r]
         if untooled:
@@ -39,6 +41,24 @@ def check_prompt_rows(cfg: TrainConfig, rows: list[dict]) -> None:
                             "write the rows with `tunepack grpo-prompts --rows ROWS.jsonl` (converted agent sessions), "
                             "or drop tool_call from grpo.rewards.")
     prompt_rows(cfg, rows)
+
+
+def check_env_rows(rows: list[dict]) -> None:
+    """An environment's problems need hidden tests (its reward), none of them shown in the prompt."""
+    from ..evals.kit.coding_env import split_tests
+
+    without = [str(r.get("id", i)) for i, r in enumerate(rows) if not split_tests(r)[1]]
+    if without:
+        raise DataError(f"The coding environment scores hidden tests, and {len(without)} rows have none (ids: "
+                        f"{', '.join(without[:10])}).",
+                        "write MBPP prompts with `tunepack grpo-prompts --mbpp FILE --split train` (one visible "
+                        "test, the others hidden) or give rows {id, prompt, tests (visible), hidden_tests}.")
+    shown = [str(r.get("id", i)) for i, r in enumerate(rows)
+             if isinstance(r.get("prompt"), str) and any(t.strip() in r["prompt"] for t in split_tests(r)[1])]
+    if shown:
+        raise DataError(f"{len(shown)} rows show a hidden test in their prompt ({', '.join(shown[:5])}): the "
+                        "environment's reward would be handed to the model.",
+                        "show only the visible tests in the prompt (`tunepack grpo-prompts` does).")
 
 
 def _has_prompt(row: dict) -> bool:
@@ -107,6 +127,8 @@ def monitors(cfg: TrainConfig, rows: list[dict] | None = None) -> list[str]:
     """The rewards logged at weight 0: grpo.monitor, or (auto) tests when the rows carry tests and no code reward
     is trained."""
     grpo = cfg.grpo
+    if cfg.environment is not None:  # the environment's reward is the hidden tests already
+        return []
     if grpo.monitor != "auto":
         return list(grpo.monitor)
     if set(CODE_REWARDS) & set(grpo.rewards):
@@ -119,7 +141,7 @@ def monitors(cfg: TrainConfig, rows: list[dict] | None = None) -> list[str]:
 def runs_code(cfg: TrainConfig, monitored: list[str]) -> bool:
     """Does the run need the sandbox: code rewards, monitors or reward files."""
     names = set(cfg.grpo.rewards) | set(monitored)
-    return bool(names & set(CODE_REWARDS)) or bool(cfg.grpo.reward_files)
+    return bool(names & set(CODE_REWARDS)) or bool(cfg.grpo.reward_files) or cfg.environment is not None
 
 
 def needs_kit(cfg: TrainConfig, monitored: list[str]) -> bool:

@@ -34,8 +34,15 @@ EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", 
 # distillation adds the teacher/student vocabulary check and the memory quote (re-judged on the job's GPU)
 DISTILL_EMBEDDED = (*EMBEDDED, "train/vocab_check.py", "train/memory.py")
 GRPO_EMBEDDED = (*EMBEDDED, "train/rewards.py")  # the built-in rewards
-TEMPLATES = {"sft": "sft_train.py.j2", "distill": "distill_train.py.j2", "grpo": "grpo_train.py.j2"}  # one per method
+# one script per method (GRPO inside an environment is its own: grpo-env); each includes train_common.py.j2
+TEMPLATES = {"sft": "sft_train.py.j2", "distill": "distill_train.py.j2", "grpo": "grpo_train.py.j2",
+             "grpo-env": "grpo_env_train.py.j2"}
 TEMPLATE = TEMPLATES["sft"]
+
+
+def script_kind(cfg: TrainConfig) -> str:
+    """Which script renders the config: its method, or grpo-env for GRPO inside an environment."""
+    return "grpo-env" if cfg.training.method == "grpo" and cfg.environment is not None else cfg.training.method
 
 
 def pins() -> list[str]:
@@ -99,7 +106,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
     if kit:
         info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in kit.items()}
     return render_template(
-        TEMPLATES[method], kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
+        TEMPLATES[script_kind(cfg)], kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
         reward_files_literal=pprint.pformat(reward_files, sort_dicts=False, width=100),
         pins=_grpo_pins(cfg, pins() + extra_dependencies(cfg)),
         tunepack_version=__version__,
