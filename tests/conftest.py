@@ -89,7 +89,7 @@ def demo_run() -> dict:
 # left with a ten-minute file at the end.
 _FIRST = ["test_nextaction_e2e.py", "test_remote_e2e.py", "test_tutorial.py", "test_cli.py", "test_server.py",
           "test_evals_memorisation.py", "test_sweeps_run.py", "test_push_resume.py", "test_preflight.py",
-          "test_distill_e2e.py", "test_grpo.py"]
+          "test_distill_e2e.py", "test_grpo_e2e.py", "test_env_grpo_e2e.py", "test_grpo.py"]
 
 
 def pytest_collection_modifyitems(config, items):

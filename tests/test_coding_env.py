@@ -80,6 +80,18 @@ def test_the_penalties_never_running_code_and_runaway_calls(box):
     assert runaway.get_reward() == pytest.approx(1.0 - OVER_BUDGET_PENALTY)
 
 
+def test_the_tools_are_the_public_methods_in_trls_order():
+    """TRL turns every public method of an environment (reset and get_reward aside) into a tool, listed by name: the
+    SFT rows, the eval loop and training must render the same tool list, or the model meets a prompt it never saw."""
+    import inspect
+
+    from mcp_server.evals.kit.coding_env import TOOLS
+
+    public = [name for name, _ in inspect.getmembers(CodingEnv, predicate=inspect.isfunction)
+              if not name.startswith("_") and name not in ("reset", "get_reward")]
+    assert public == list(TOOLS)
+
+
 def test_the_tests_of_a_row_are_split_into_visible_and_hidden():
     assert split_tests(ROW) == (["assert add_one(1) == 2"], ROW["tests"])
     own = {"prompt": "p", "tests": ["assert f(1) == 1"], "hidden_tests": ["assert f(2) == 2", "assert f(3) == 3"]}
@@ -98,7 +110,7 @@ def test_scripted_policies_earn_the_reward_and_the_penalty(box, tmp_path):
     roles = [m["role"] for m in warm[0]["messages"]]
     assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
     assert warm[0]["messages"][2]["content"].startswith("FAIL") and warm[0]["messages"][6]["content"].startswith("PASS")
-    assert [t["function"]["name"] for t in warm[0]["tools"]] == ["run_python", "write_file", "read_file", "run_tests"]
+    assert [t["function"]["name"] for t in warm[0]["tools"]] == ["read_file", "run_python", "run_tests", "write_file"]
     done = run_cli("env-trajectories", str(rows), "-o", str(tmp_path / "none.jsonl"), "--policy", "no-code")
     assert json.loads(done.stdout)["mean_reward"] == -NO_CODE_PENALTY
 
@@ -118,7 +130,7 @@ def test_the_agent_loop_runs_a_models_calls_in_its_environment(box):
     def complete(batch, budgets):
         out = []
         for messages, tools in batch:
-            assert [t["function"]["name"] for t in tools][:1] == ["run_python"]
+            assert [t["function"]["name"] for t in tools][:2] == ["read_file", "run_python"]
             key = "good" if "good" in messages[0]["content"] else "broken"
             out.append(scripts[key][sum(1 for m in messages if m["role"] == "assistant")])
         return out

@@ -37,7 +37,8 @@ from .verdict import _result_line, decode, judge, new_nonce, trial_for
 NO_CODE_PENALTY = 0.2  # the rollout never ran code: no run_python, no run_tests
 OVER_BUDGET_PENALTY = 0.1  # the rollout called tools past its budget (runaway tool calls)
 MAX_FILES, MAX_FILE_BYTES, MAX_RESULT_CHARS = 32, 65_536, 2_000
-TOOLS = ("run_python", "write_file", "read_file", "run_tests")
+# the tools in the order TRL lists an environment's public methods (by name), so every prompt renders them alike
+TOOLS = ("read_file", "run_python", "run_tests", "write_file")
 # what reset() adds to the task's prompt (TRL appends it to the last user message; agent_loop does the same)
 ENV_NOTE = ("\n\nUse the tools: run_python (a Python session that keeps its state), run_tests (the visible test), "
             "write_file, read_file. Reply without a tool call when done: hidden tests then check your function.")
@@ -209,7 +210,7 @@ class CodingEnv:
         """Did the rollout reach the environment: at least one tool call ran (counted here, not by the trainer)."""
         return sum(self.calls.values()) > 0
 
-    def program(self) -> str:
+    def _program(self) -> str:
         """The session as one program: its files written, then its cells in order."""
         head = f"import os as _tp_os\nfor _tp_p, _tp_t in {self.files!r}.items():\n" \
                "    _tp_os.makedirs(_tp_os.path.dirname(_tp_p) or '.', exist_ok=True)\n" \
@@ -218,7 +219,7 @@ class CodingEnv:
 
     def _check(self, test: str) -> tuple[bool, str]:
         problem = Problem(id=f"{self.problem_id}:test", benchmark="mbpp", text="", tests=test, setup=self.setup)
-        trial, nonce = trial_for(problem, f"```python\n{self.program()}\n```"), new_nonce()
+        trial, nonce = trial_for(problem, f"```python\n{self._program()}\n```"), new_nonce()
         verdict = judge(trial, nonce, self.box.run_trial(trial.payload, nonce, Limits(timeout_s=self.timeout_s)))
         return verdict.passed, verdict.reason
 
