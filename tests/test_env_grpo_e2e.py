@@ -12,21 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
+from support.common import run_cli
+from support.grpo import prompt_files, run_config
 
 from mcp_server.evals.kit.rollouts import meta_of
-from support.common import run_cli
-from support.grpo import prompt_files
 
 pytestmark = pytest.mark.slow
-
-
-def _run(folder: Path, name: str, raw: dict) -> dict:
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    done = run_cli("run", str(path), "--json")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -35,13 +26,13 @@ def env_run(tmp_path_factory) -> dict:
     train, val = prompt_files(folder)
     done = run_cli("env-trajectories", str(train), "-o", str(folder / "warm.jsonl"))
     assert done.returncode == 0, done.stderr[-2000:]
-    sft = _run(folder, "warm", {
+    sft = run_config(folder, "warm", {
         "model": {"name": "tiny:qwen3"}, "quantization": "none", "data": {"path": str(folder / "warm.jsonl")},
         "training": {"learning_rate": 0.01, "max_steps": 60, "per_device_train_batch_size": 8, "max_length": 1024,
                      "logging_steps": 20, "seed": 0, "warmup_ratio": 0.0},
         "lora": {"r": 32, "alpha": 64, "dropout": 0.0}, "tracking": {"project": "env-grpo"},
         "output": {"name": "env-warm"}, "eval": {"tasks": []}})
-    grpo = _run(folder, "env", {
+    grpo = run_config(folder, "env", {
         "model": {"name": "tiny:qwen3", "adapter": "env-warm"}, "quantization": "none", "data": {"path": str(train)},
         "training": {"method": "grpo", "learning_rate": 0.002, "max_steps": 4, "per_device_train_batch_size": 8,
                      "logging_steps": 1, "seed": 0, "warmup_ratio": 0.0},

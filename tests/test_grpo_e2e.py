@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.common import write_jsonl
+from support.grpo import BLOCKS_REWARD, prompt_files, run_config, sft_rows
 
 from mcp_server.jobs import markers
-from support.common import run_cli, write_jsonl
-from support.grpo import BLOCKS_REWARD, prompt_files, sft_rows
 
 pytestmark = pytest.mark.slow
 
@@ -24,14 +24,6 @@ def problems(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("grpo-problems")
     train, val = prompt_files(folder)
     return {"folder": folder, "train": train, "val": val}
-
-
-def _run(folder: Path, name: str, raw: dict) -> dict:
-    path = folder / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(raw))
-    done = run_cli("run", str(path), "--json")
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +36,7 @@ def code_sft(problems) -> dict:
                         "logging_steps": 5, "seed": 0, "warmup_ratio": 0.0},
            "lora": {"r": 16, "alpha": 32, "dropout": 0.0}, "tracking": {"project": "grpo-ladder"},
            "output": {"name": "code-sft"}, "eval": {"tasks": []}}
-    return _run(folder, "code-sft", raw)
+    return run_config(folder, "code-sft", raw)
 
 
 def _grpo(problems: dict, name: str, **sections) -> dict:
@@ -65,7 +57,7 @@ def gamed(problems, code_sft) -> dict:
     blocks = problems["folder"] / "blocks.py"
     blocks.write_text(BLOCKS_REWARD)
     raw = _grpo(problems, "code-grpo-blocks", grpo={"rewards": {"blocks": 1.0}, "reward_files": {"blocks": str(blocks)}})
-    result = _run(problems["folder"], "gamed", raw)
+    result = run_config(problems["folder"], "gamed", raw)
     result["log"] = Path(result["log_path"]).read_text()
     result["manifest"] = json.loads((Path(result["adapter_path"]) / "tunepack_manifest.json").read_text())
     return result

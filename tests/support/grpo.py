@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from .common import run_cli, write_jsonl
 
 FUNCTIONS = [("add_one", "x + 1", "returns its argument plus one", lambda x: x + 1),
@@ -50,3 +52,12 @@ def sft_rows(train: Path, folder: Path) -> Path:
     return write_jsonl(folder / "sft.jsonl", [{"messages": [
         {"role": "user", "content": r["prompt"]},
         {"role": "assistant", "content": f"```python\n{r['solution']}\n```"}]} for r in rows])
+
+
+def run_config(folder: Path, name: str, raw: dict) -> dict:
+    """`tunepack run` on a config written from ``raw``; the run's JSON result (the test fails on an error)."""
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    done = run_cli("run", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
