@@ -24,6 +24,12 @@ from .common import follow, print_json, progress, report_spend
 
 
 def add_parsers(sub) -> None:
+    _add_config_commands(sub)  # validate, render, preflight, rl-check, run
+    _add_grpo_data_commands(sub)  # grpo-prompts, env-trajectories
+    _add_tool_commands(sub)  # tiny-model, budget, approve, data
+
+
+def _add_config_commands(sub) -> None:
     p = sub.add_parser("validate", help="check a config (keys, types, combinations, paths)")
     p.add_argument("config")
     p.add_argument("--show", action="store_true", help="print the config with defaults filled in")
@@ -34,8 +40,8 @@ def add_parsers(sub) -> None:
     p.add_argument("config")
     p.add_argument("-o", "--output", default="train.py")
     p.add_argument("--run-name", default=None, help="Trackio run name (default: from the config + a timestamp)")
-    p.add_argument("--flavor", default=None, help="distillation: plan for this HF Jobs flavor (memory quote, 4-bit "
-                   "teacher or not) and print the plan")
+    p.add_argument("--flavor", default=None, help="plan for this HF Jobs flavor and print the plan (distillation: "
+                   "the memory quote, 4-bit teacher or not; GRPO: the generation path, precision, sizing)")
     p.set_defaults(func=cmd_render)
 
     p = sub.add_parser("preflight", help="be sure before spending: checks, the cost quote, a mask-check + smoke job")
@@ -67,6 +73,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--yes", action="store_true", help=YES_HELP)
     p.set_defaults(func=cmd_run)
 
+
+def _add_grpo_data_commands(sub) -> None:
     p = sub.add_parser("grpo-prompts", help="GRPO prompt rows from MBPP (by its task-id splits), with the reward's "
                        "ceiling (reference solutions through the tests reward in the sandbox) and leaked tests; or, "
                        "for the tool_call reward, one row per assistant turn of converted agent-trace rows")
@@ -89,6 +97,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--limit", type=int, default=None, help="the first N rows only")
     p.set_defaults(func=cmd_env_trajectories)
 
+
+def _add_tool_commands(sub) -> None:
     p = sub.add_parser("tiny-model", help="build a tiny random-initialised CPU replica of a model family")
     p.add_argument("--data", nargs="+", required=True)
     p.add_argument("-o", "--output", required=True)
