@@ -301,3 +301,38 @@ def _listening(port: int) -> bool:
 
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_g_the_grpo_rl_check_runs_as_an_hf_job_on_the_runs_flavor(jobs_hub, tmp_path):
+    """`tunepack rl-check`: the GRPO script with --rl-check, executed by the stand-in from the model and the prompt
+    rows mounted at their pinned commits. The ceiling is computed in the job's sandbox and the starting model's
+    groups sampled there; the random replica's groups are all flat, so the job refuses with the fix, after its
+    TUNEPACK_RLCHECK line."""
+    from mcp_server.pipeline.preflight import rl_check
+    from mcp_server.train.tiny_model import build_tiny_model
+    from support.common import write_jsonl
+
+    rows = write_jsonl(tmp_path / "prompts.jsonl", [
+        {"id": f"p{i}", "prompt": f"Write twice{i}(x).", "tests": [f"assert twice{i}(2) == 4"],
+         "solution": f"def twice{i}(x):\n    return 2 * x" if i else "def twice0(x):\n    return x"} for i in range(8)])
+    model_id = "Qwen/Qwen3-0.6B"
+    seed_folder(jobs_hub, model_id, build_tiny_model([str(rows)], tmp_path / "qwen3", arch="qwen3", vocab_size=512))
+    project = unique("e2e-rlcheck")
+    path = tmp_path / "grpo.yaml"
+    path.write_text(json.dumps({
+        "model": {"name": model_id}, "quantization": "none", "data": {"path": str(rows)},
+        "training": {"method": "grpo", "max_steps": 2, "per_device_train_batch_size": 4},
+        "grpo": {"rewards": {"tests": 1.0}, "num_generations": 4, "max_completion_length": 16, "signal_prompts": 2},
+        "tracking": {"project": project}, "output": {"name": project},
+        "job": {"backend": "hf", "flavor": "a10g-small", "timeout_s": 3600}}))
+    report = rl_check(path, flavor="a10g-small", consent=Consent.keyboard(yes=True))
+    assert report.ok and report.remote_job, report.model_dump_json(indent=1)
+    job = jobs_hub.wait_job(report.remote_job.id, timeout=240)
+    assert job["flavor"] == "a10g-small" and job["labels"]["stage"] == "preflight"
+    log = log_of(jobs_hub, report.remote_job.id)
+    found = markers.parse(log)
+    (rl,) = found["RLCHECK"]
+    assert rl["ceiling"]["impossible"] == ["p0"] and rl["ceiling"]["problems"] == 8  # its reference is wrong
+    assert rl["train_prompts"] == 7 and rl["signal"]["groups"] == 2 and rl["sandbox"]
+    assert job["status"]["stage"] == "ERROR" and "mixed rewards" in found["ERROR"][-1]["problem"]
+    assert not found.get("METRIC")  # checked, not trained
