@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from mcp_server.config.schema import BFCL_ALL, EvalSection, TrainConfig
+from mcp_server.config.eval_section import BFCL_ALL, EvalSection
+from mcp_server.config.schema import TrainConfig
 from mcp_server.evals.kit.scorenames import known_prefixes, scores_by_name
 
 BASE = {"model": {"name": "tiny:qwen3"}, "data": {"path": "rows.jsonl"}}

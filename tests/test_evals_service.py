@@ -7,7 +7,7 @@ import json
 import pytest
 
 from mcp_server.approval import Budget
-from mcp_server.config.schema import EvalSection
+from mcp_server.config.eval_section import EvalSection
 from mcp_server.errors import EvalError
 from mcp_server.evals import job as eval_job
 from mcp_server.evals.kit.errors import KitError

@@ -18,7 +18,7 @@ import pytest
 
 from support.common import REPO
 from mcp_server.config import load_config, parse_config
-from mcp_server.config.schema import EvalSection
+from mcp_server.config.eval_section import EvalSection
 from mcp_server.errors import JobError
 from mcp_server.evals.render import build_spec, render_eval_script
 from mcp_server.jobs import JobSpec, get_backend

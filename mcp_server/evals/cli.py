@@ -17,7 +17,7 @@ import sys
 
 def add_parser(sub) -> None:
     from ..cli_options import YES_HELP, add_model_options
-    from ..config.schema import EvalSection
+    from ..config.eval_section import EvalSection
 
     p = sub.add_parser("eval", help="evaluate an adapter on HumanEval/MBPP (Inspect + sandbox), read results")
     actions = p.add_subparsers(dest="action", required=True)
@@ -77,7 +77,7 @@ def run_results(args) -> None:
 def run_eval(args) -> None:
     from ..approval import Consent, reconcile
     from ..cli_options import model_from_args
-    from ..config.schema import EvalSection
+    from ..config.eval_section import EvalSection
     from ..jobs import failure_error, get_backend
     from . import service
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..config.schema import CODE_TASKS, NEXT_ACTION, EvalSection
+from ..config.eval_section import CODE_TASKS, NEXT_ACTION, EvalSection
 from ..errors import EvalError, TunepackError
 from ..jobs.markers import emit, parse_line
 from ..registry import AdapterVersion, LocalRegistry, read_manifest

@@ -18,7 +18,7 @@ from pathlib import Path
 import yaml
 
 from .. import __version__
-from ..config.schema import EvalSection
+from ..config.eval_section import EvalSection
 from ..resources import embedded_source, render_template, template_path, training_pins
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"

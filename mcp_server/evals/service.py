@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..approval import Consent, Spend, spend
-from ..config.schema import EvalSection
+from ..config.eval_section import EvalSection
 from ..errors import EvalError
 from ..home import home_dir, trackio_dir
 from ..jobs import JobBackend, JobInfo, JobSpec, estimate, failure_error, get_backend, markers

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Resolve
 from pydantic import BaseModel, Field
 
-from ..config.schema import EvalSection
+from ..config.eval_section import EvalSection
 from ..jobs import get_backend
 from .common import Approval, ApprovalToken, Flavor, OptBackend, TimeoutS, consent_from, guarded
 from .pipeline_tools import Placed, SpendResult, ask_to_spend, spend_result
