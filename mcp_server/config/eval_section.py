@@ -12,6 +12,7 @@ from .section import Section
 
 CODE_TASKS = ("humaneval", "mbpp")
 NEXT_ACTION = "next-action"
+MBPP_AGENT = "mbpp-agent"  # MBPP's test split solved inside the coding environment (tools, hidden tests)
 BFCL_CATEGORIES = ("simple_python", "simple_java", "simple_javascript", "multiple", "parallel", "parallel_multiple",
                    "irrelevance", "live_simple", "live_multiple", "live_parallel", "live_parallel_multiple",
                    "live_irrelevance", "live_relevance")
@@ -23,8 +24,9 @@ class EvalSection(Section):
 
     tasks: list[str] = Field(
         default_factory=list,
-        description="humaneval, mbpp, a .jsonl (id, prompt, tests), next-action (held-out sessions' tool calls) "
-        "or bfcl:<category> / bfcl.",
+        description="humaneval, mbpp, a .jsonl (id, prompt, tests), next-action (held-out sessions' tool calls), "
+        "bfcl:<category> / bfcl, or mbpp-agent (MBPP's test split solved in the coding environment with tools: "
+        "one visible test, the hidden ones scored; max_tokens is the episode's budget).",
     )
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each task (smoke runs).")
     ids: list[str] = Field(default_factory=list, description="Only these problem ids (HumanEval/0, mbpp/89, …).")
@@ -47,6 +49,9 @@ class EvalSection(Section):
         False, description="Show scores even when the training data overlaps the problems (labelled); off: "
         "withheld.",
     )
+    references: bool = Field(True, description="Also score the run's reference models beside base and adapter: a "
+                             "distilled adapter's teacher, the adapter a run started from (model.adapter). The ladder "
+                             "evaluates every rung itself, so its evals set this false.")
     bfcl_source: str | None = Field(None, description="BFCL data folder or wheel.")
     ngram: int = Field(13, ge=5, le=50, description="N-gram length of the contamination check.")
     min_overlap: float = Field(0.5, gt=0, le=1, description="Share of a problem's n-grams in the training data "
@@ -65,9 +70,10 @@ class EvalSection(Section):
             if task.startswith("bfcl:") and task[5:] not in BFCL_CATEGORIES:
                 raise ValueError(f"eval.tasks entry '{task}': BFCL has no such single-turn category; use one of "
                                  f"{', '.join(BFCL_ALL)} (or bfcl for all)")
-            if task not in (*CODE_TASKS, NEXT_ACTION) and not task.endswith(".jsonl") and not task.startswith("bfcl:"):
+            if task not in (*CODE_TASKS, NEXT_ACTION, MBPP_AGENT) and not task.endswith(".jsonl") \
+                    and not task.startswith("bfcl:"):
                 raise ValueError(f"eval.tasks entry '{task}': use humaneval, mbpp, a path to a .jsonl file, "
-                                 "next-action, or bfcl:<category>")
+                                 "next-action, bfcl:<category> or mbpp-agent")
         if len(set(value)) != len(value):
             raise ValueError("eval.tasks lists a task twice")
         return value

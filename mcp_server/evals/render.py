@@ -27,7 +27,7 @@ KIT_FILES = (
     "problems.py", "verdict.py", "offline.py", "tasks.py", "contamination.py", "intervals.py", "heldout.py", "shaping.py",
     "gemma_args.py", "toolcalls.py", "generate.py", "integrity.py", "nextaction.py", "bfcl_values.py",
     "bfcl_check.py", "bfcl.py", "scorenames.py", "toolruns.py", "runner.py", "testreward.py", "toolreward.py",
-    "coding_env.py", "agent_loop.py", "rollouts.py",
+    "coding_env.py", "agent_loop.py", "rollouts.py", "agent_task.py",
 )
 TEMPLATE = "eval_job.py.j2"
 
@@ -63,23 +63,27 @@ def expected_model(manifest: dict | None) -> dict | None:
         return None
     model = (manifest.get("config") or {}).get("model") or {}
     teacher = (manifest.get("distillation") or {}).get("teacher") or {}
-    start = (manifest.get("grpo") or {}).get("start") or {}
+    start = manifest.get("start") or (manifest.get("grpo") or {}).get("start") or {}
     return {"base": manifest.get("model_path") or model.get("name"), "revision": model.get("revision"),
             "template_sha256": manifest.get("chat_template_sha256"),
             # a distilled run: the teacher it learnt from is the only teacher its eval compares with
             "teacher": {"base": teacher["base"], "adapter": teacher.get("adapter")} if teacher else None,
-            # a GRPO run from a registered adapter: that adapter (its folder, or its Hub repo at the commit)
+            # a run from a registered adapter: that adapter (its folder, or its Hub repo at the commit)
             "start": {k: start.get(k) for k in ("base", "adapter", "hub_repo", "hub_commit")} if start else None}
 
 
-def build_spec(ev: EvalSection, models: list[dict], train_data: list[str], manifest: dict | None = None) -> dict:
-    """The kit's run spec from the config's eval section, the models, the training files and the run manifest."""
+def build_spec(ev: EvalSection, models: list[dict], train_data: list[str], manifest: dict | None = None,
+               next_action: dict | None = None) -> dict:
+    """The kit's run spec from the config's eval section, the models, the training files and the run manifest;
+    ``next_action``: what next-action scores when it is not the run's own held-out sessions (an earlier rung's:
+    ``next_action_spec(that manifest, its training files)``)."""
     return {
         "tasks": list(ev.tasks), "limit": ev.limit, "samples": ev.samples, "temperature": ev.temperature,
         "max_tokens": ev.max_tokens, "sandbox": ev.sandbox, "timeout_s": ev.timeout_s, "memory_mb": ev.memory_mb,
         "mbpp_source": ev.mbpp_source, "backend": ev.backend, "models": models, "train_data": list(train_data),
         "allow_contaminated": ev.allow_contaminated, "ngram": ev.ngram, "min_overlap": ev.min_overlap,
-        "ids": list(ev.ids), "bfcl_source": ev.bfcl_source, "next_action": next_action_spec(manifest, train_data),
+        "ids": list(ev.ids), "bfcl_source": ev.bfcl_source,
+        "next_action": next_action or next_action_spec(manifest, train_data),
         "expected": expected_model(manifest),
     }
 

@@ -16,6 +16,7 @@ from ..registry import replace_results
 DATASETS = {
     "humaneval": ("openai_humaneval", "HumanEval"),
     "mbpp": ("google-research-datasets/mbpp", "MBPP"),
+    "mbpp-agent": ("google-research-datasets/mbpp", "MBPP in the coding environment (mbpp-agent)"),
 }
 BFCL_DATASET = "gorilla-llm/Berkeley-Function-Calling-Leaderboard"
 NEXT_ACTION = "next-action"

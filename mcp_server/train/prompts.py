@@ -18,7 +18,6 @@ before it, the row's tools, and the reference, the turn's first tool call or Non
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import json
 from collections import Counter
@@ -26,20 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..errors import DataError
+from ..evals.kit.problems import mbpp_prompt_row
 
 MBPP_SPLITS = {"prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974)}
-
-
-def signature(solution: str, tests: list[str]) -> str | None:
-    """``def name(args):`` of the function the tests call, from the reference solution."""
-    try:
-        tree = ast.parse(solution.replace("\r\n", "\n").replace("\t", "    "))
-    except SyntaxError:
-        return None
-    called = " ".join(tests)
-    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    chosen = next((f for f in functions if f"{f.name}(" in called), functions[-1] if functions else None)
-    return f"def {chosen.name}({ast.unparse(chosen.args)}):" if chosen else None
 
 
 def mbpp_rows(path: str | Path, split: str) -> list[dict]:
@@ -52,22 +40,11 @@ def mbpp_rows(path: str | Path, split: str) -> list[dict]:
             continue
         raw = json.loads(line)
         if low <= int(raw["task_id"]) <= high:
-            rows.append(_mbpp_row(raw))
+            rows.append(mbpp_prompt_row(raw))
     if not rows:
         raise DataError(f"{path} holds no MBPP task of the {split} split (task ids {low}-{high}).",
                         "point at MBPP's full jsonl (task_id, text, code, test_list, test_setup_code).")
     return rows
-
-
-def _mbpp_row(raw: dict) -> dict:
-    tests = list(raw["test_list"])
-    visible = tests[0]
-    scored = [t for t in tests[1:] if t.strip() != visible.strip()] or tests[:1]  # a repeat of the shown test is no test
-    sig = signature(raw["code"], tests)
-    prompt = (f"{raw['text']}\n\n" + (f"Complete this function:\n{sig}\n\n" if sig else "")
-              + f"Your code should pass this test:\n{visible}\n\nAnswer with one Python code block.")
-    return {"id": f"mbpp/{raw['task_id']}", "prompt": prompt, "tests": scored, "visible_test": visible,
-            "setup": raw.get("test_setup_code") or "", "solution": raw["code"].replace("\r\n", "\n")}
 
 
 def leaks(rows: list[dict]) -> list[str]:

@@ -53,12 +53,14 @@ def call_tool(env: CodingEnv, name: str, arguments) -> str:
 
 
 def run_episodes(complete: Callable, rows: list[dict], family: str, max_turns: int = 6,
-                 max_tokens: int = 512, count_tokens: Callable[[str], int] = len) -> list[dict]:
-    """One episode per row, batched turn by turn (every live episode writes its next message together)."""
+                 max_tokens: int = 512, count_tokens: Callable[[str], int] = len,
+                 env_class: type[CodingEnv] = CodingEnv) -> list[dict]:
+    """One episode per row, batched turn by turn (every live episode writes its next message together);
+    ``env_class`` carries the sandbox, the tool budget and the time limit (class attributes)."""
     tools = tool_schemas()
     episodes: list[dict[str, Any]] = []
     for row in rows:
-        env = CodingEnv()
+        env = env_class()
         note = env.reset(**row)
         episodes.append({"id": str(row.get("id") or ""), "messages": opening(row, note), "env_obj": env, "turns": 0,
                          "tokens": 0, "done": False})

@@ -81,24 +81,28 @@ class Generator:
                            "converted sessions and messages rows) or evaluate with the template the run used.") from exc
 
     def complete(self, prompts: list[tuple[list[dict], list[dict] | None]], max_new_tokens: int,
-                 batch_size: int = 16) -> list[str]:
+                 batch_size: int = 16, budgets: list[int] | None = None) -> list[str]:
+        """Greedy answers; ``budgets`` caps each answer at its own token count (an agent episode's remaining
+        budget), ``max_new_tokens`` the longest."""
         texts = [self.prompt(m, t) for m, t in prompts]
+        limits = [min(max_new_tokens, b) for b in budgets] if budgets else [max_new_tokens] * len(texts)
         if self.backend == "vllm":
-            return self._vllm(texts, max_new_tokens)
+            return self._vllm(texts, limits)
         return [out for i in range(0, len(texts), batch_size) for out in self._hf(texts[i:i + batch_size],
-                                                                                   max_new_tokens)]
+                                                                                   limits[i:i + batch_size])]
 
-    def _hf(self, texts: list[str], max_new_tokens: int) -> list[str]:
-        """One left-padded batch, greedy; each answer decoded up to its first stop token."""
+    def _hf(self, texts: list[str], limits: list[int]) -> list[str]:
+        """One left-padded batch, greedy; each answer decoded up to its first stop token (or its limit)."""
         import torch
 
         self.tokenizer.padding_side = "left"
         ids = self.tokenizer(texts, return_tensors="pt", add_special_tokens=False, padding=True).to(self.engine.device)
         with torch.no_grad():
-            out = self.engine.generate(**ids, max_new_tokens=max_new_tokens, do_sample=False,
+            out = self.engine.generate(**ids, max_new_tokens=max(limits), do_sample=False,
                                        pad_token_id=self.tokenizer.pad_token_id)
         new = out[:, ids["input_ids"].shape[1]:]
-        return [self.tokenizer.decode(row[: self._stop(row)], skip_special_tokens=False) for row in new]
+        return [self.tokenizer.decode(row[: min(self._stop(row), limit)], skip_special_tokens=False)
+                for row, limit in zip(new, limits, strict=True)]
 
     def _stop(self, row) -> int:
         """The length up to and including the first stop token (what follows it in a batch is padding)."""
@@ -109,11 +113,11 @@ class Generator:
                 return i + 1
         return len(row)
 
-    def _vllm(self, texts: list[str], max_new_tokens: int) -> list[str]:
+    def _vllm(self, texts: list[str], limits: list[int]) -> list[str]:
         from vllm import SamplingParams
         from vllm.lora.request import LoRARequest
 
-        params = SamplingParams(temperature=0.0, max_tokens=max_new_tokens, skip_special_tokens=False)
+        params = [SamplingParams(temperature=0.0, max_tokens=limit, skip_special_tokens=False) for limit in limits]
         adapter = self.model.get("adapter")
         request = LoRARequest("adapter", 1, adapter) if adapter else None
         outs = self.engine.generate(texts, params, lora_request=request, use_tqdm=False)

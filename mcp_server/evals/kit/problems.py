@@ -6,12 +6,15 @@
     problems = load_problems("my_tests.jsonl")                  # your own: see JSONL_FIELDS
 
 ``user_prompt(problem)`` is the one prompt format of both the eval and any data built to match it
-(e.g. the memorisation check trains on ``user_prompt`` → ``fenced(solution)`` rows).
+(e.g. the memorisation check trains on ``user_prompt`` → ``fenced(solution)`` rows). ``mbpp_prompt_row(raw)``
+is the other one: an MBPP task with its signature and ONE visible test (the rest hidden), which GRPO's prompts
+(`tunepack grpo-prompts`), the coding environment and the ``mbpp-agent`` eval all show.
 ``program_for(problem, answer)`` is what the sandbox runs: passing means exit status 0.
 """
 
 from __future__ import annotations
 
+import ast
 import gzip
 import json
 import re
@@ -200,3 +203,32 @@ def canonical_program(problem: Problem) -> str:
     if problem.benchmark == "humaneval":
         return problem.text + problem.solution + "\n\n" + problem.tests
     return program_for(problem, fenced(problem.solution))
+
+
+# ---------------------------------------------------------------------------------------------
+# One visible test: the prompt rows of GRPO, the coding environment and mbpp-agent
+# ---------------------------------------------------------------------------------------------
+
+def signature(solution: str, tests: list[str]) -> str | None:
+    """``def name(args):`` of the function the tests call, from the reference solution."""
+    try:
+        tree = ast.parse(solution.replace("\r\n", "\n").replace("\t", "    "))
+    except SyntaxError:
+        return None
+    called = " ".join(tests)
+    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    chosen = next((f for f in functions if f"{f.name}(" in called), functions[-1] if functions else None)
+    return f"def {chosen.name}({ast.unparse(chosen.args)}):" if chosen else None
+
+
+def mbpp_prompt_row(raw: dict) -> dict:
+    """An MBPP task (task_id, text, code, test_list, test_setup_code) as a prompt row: the task, the signature
+    and the first assert shown (``visible_test``, not scored), the other asserts scored (``tests``)."""
+    tests = list(raw["test_list"])
+    visible = tests[0]
+    scored = [t for t in tests[1:] if t.strip() != visible.strip()] or tests[:1]  # a repeat of the shown test is no test
+    sig = signature(raw["code"], tests)
+    prompt = (f"{raw['text']}\n\n" + (f"Complete this function:\n{sig}\n\n" if sig else "")
+              + f"Your code should pass this test:\n{visible}\n\nAnswer with one Python code block.")
+    return {"id": f"mbpp/{raw['task_id']}", "prompt": prompt, "tests": scored, "visible_test": visible,
+            "setup": raw.get("test_setup_code") or "", "solution": raw["code"].replace("\r\n", "\n")}

@@ -82,11 +82,17 @@ def _problems(spec: dict) -> dict[str, list]:
     return problems
 
 
-def _bfcl_problems(spec: dict) -> dict[str, list]:
-    """BFCL's prompts as problems for the contamination check (their text is what a model could have seen)."""
-    from .toolruns import bfcl_problems
+def _tool_problems(spec: dict) -> dict[str, list]:
+    """BFCL's prompts and mbpp-agent's rows as problems for the contamination check (their text is what a model
+    could have seen)."""
+    from .agent_task import TASK as AGENT
+    from .agent_task import agent_problems
+    from .toolruns import agent_rows, bfcl_problems
 
-    return {t: bfcl_problems(spec, t) for t in spec["tasks"] if t.startswith(BFCL_PREFIX)}
+    found = {t: bfcl_problems(spec, t) for t in spec["tasks"] if t.startswith(BFCL_PREFIX)}
+    if AGENT in spec["tasks"]:
+        found[AGENT] = agent_problems(agent_rows(spec))
+    return found
 
 
 def _contamination(spec: dict, problems: dict[str, list], progress) -> dict[str, dict]:
@@ -169,9 +175,9 @@ def run_eval(spec: dict, progress=print) -> dict:
     _check_spec(spec)
     counting = ensure_token_counting()
     problems = _problems(spec) if any(not is_tool_task(t) for t in spec["tasks"]) else {}
-    contamination = _contamination(spec, {**problems, **_bfcl_problems(spec)}, progress)
+    contamination = _contamination(spec, {**problems, **_tool_problems(spec)}, progress)
     started, rows = time.monotonic(), {}  # type: ignore[var-annotated]
-    mode = _code_tasks(spec, problems, contamination, rows, progress)
+    mode: str | None = _code_tasks(spec, problems, contamination, rows, progress)
     tool_tasks = [t for t in spec["tasks"] if is_tool_task(t)]
     loaded: dict = {}
     if tool_tasks:
@@ -180,9 +186,11 @@ def run_eval(spec: dict, progress=print) -> dict:
             row["contamination"] = contamination.get(name)
         rows.update(tool_rows)
     ordered = [rows[task_name(t) if not is_tool_task(t) else t] for t in spec["tasks"]]
+    if not problems:  # no code task: the sandbox the agent episodes ran in, if any
+        mode = next((r["sandbox"] for r in ordered if r.get("sandbox")), None)
     return {
-        "tasks": ordered, "sandbox": mode if problems else None,
-        "isolated": (mode in SAFE_MODES or mode == DOCKER) if problems else None,
+        "tasks": ordered, "sandbox": mode,
+        "isolated": (mode in SAFE_MODES or mode == DOCKER) if mode else None,
         "token_counting": counting, "allow_contaminated": bool(spec.get("allow_contaminated")),
         "models": spec["models"], "loaded": loaded, "limit": spec.get("limit"), "ids": spec.get("ids") or [],
         "temperature": float(spec.get("temperature", 0.0)), "duration_s": round(time.monotonic() - started, 2),

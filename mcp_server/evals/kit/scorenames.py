@@ -5,7 +5,8 @@
 
 Code tasks: ``eval/<task>/pass@1``; next-action: ``eval/next_action/<metric>`` for each metric
 (action_type, parses, tool_name, args_valid, arg_keys, arg_values, stop); BFCL:
-``eval/bfcl/<category>`` (accuracy). A withheld or contaminated score has no name: nothing selects
+``eval/bfcl/<category>`` (accuracy); mbpp-agent: ``eval/mbpp-agent/<metric>`` (pass@1, hidden_tests,
+reached, reward). A withheld or contaminated score has no name: nothing selects
 on it.
 """
 
@@ -16,9 +17,10 @@ def row_names(row: dict, label: str) -> dict[str, float]:
     if (row.get("status") or {}).get(label, "scored") != "scored":
         return {}
     task = row["task"]
-    if task == "next-action":
+    if task in ("next-action", "mbpp-agent"):
         metrics = (row.get("metrics") or {}).get(label) or {}
-        return {f"eval/next_action/{m}": v["score"] for m, v in metrics.items() if v.get("score") is not None}
+        prefix = "eval/next_action" if task == "next-action" else f"eval/{task}"
+        return {f"{prefix}/{m}": v["score"] for m, v in metrics.items() if v.get("score") is not None}
     value = (row.get("scores") or {}).get(label)
     if value is None:
         return {}
@@ -40,6 +42,8 @@ def known_prefixes(tasks: list[str]) -> list[str]:
     for task in tasks:
         if task == "next-action":
             out.append("eval/next_action/")
+        elif task == "mbpp-agent":
+            out.append("eval/mbpp-agent/")
         elif task.startswith("bfcl:"):
             out.append(f"eval/bfcl/{task[5:]}")
         else:

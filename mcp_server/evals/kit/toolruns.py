@@ -1,6 +1,7 @@
-"""The tool-use tasks of one eval run: next-action on held-out sessions and BFCL, each model loaded once.
+"""The tool-use tasks of one eval run: next-action on held-out sessions, BFCL and mbpp-agent (MBPP solved in the
+coding environment), each model loaded once.
 
-    rows = run_tool_tasks(spec, tasks, progress)   # tasks: ["next-action", "bfcl:simple_python", ...]
+    rows = run_tool_tasks(spec, tasks, progress)   # tasks: ["next-action", "bfcl:simple_python", "mbpp-agent"]
 
 Each model ({"label", "base"[, "adapter"]}) is checked against what its run recorded (integrity.py),
 loaded once (generate.py) and given every tool task; results come back as the runner's task rows,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import agent_task
 from .errors import KitError
 from .generate import describe, load_generator
 from .integrity import check_model
@@ -18,10 +20,36 @@ from .intervals import rate
 from .nextaction import HEADLINE, TASK, baseline, family_for, next_action_items, run_model
 
 BFCL_PREFIX = "bfcl:"
+AGENT = agent_task.TASK
 
 
 def is_tool_task(task: str) -> bool:
-    return task == TASK or task.startswith(BFCL_PREFIX)
+    return task == TASK or task.startswith(BFCL_PREFIX) or task == AGENT
+
+
+def agent_rows(spec: dict) -> list[dict]:
+    """mbpp-agent's rows: MBPP's test split (eval.limit / eval.ids apply), one visible test each."""
+    from .problems import load_problems
+
+    rows = agent_task.agent_rows(load_problems("mbpp", spec.get("mbpp_source"), spec.get("limit"), spec.get("ids")))
+    if not rows:
+        raise KitError(f"No MBPP test problem is selected for {AGENT} (ids {spec.get('ids')}).",
+                       "check eval.ids against MBPP's test split (mbpp/11 to mbpp/510).")
+    return rows
+
+
+def _agent_box(spec: dict, progress):
+    """The sandbox the episodes' programs run in (tunepack's own: Inspect's docker sandbox cannot hold a session)."""
+    from .sandbox import Limits, Sandbox
+
+    mode = spec.get("sandbox", "namespaces")
+    if mode == "docker":
+        raise KitError(f"{AGENT} runs its sessions in tunepack's sandbox, not Inspect's docker sandbox.",
+                       "set eval.sandbox to auto (namespaces where they work, else confined), or drop mbpp-agent.")
+    limits = Limits(timeout_s=float(spec.get("timeout_s", 10)), memory_mb=int(spec.get("memory_mb", 512)))
+    box = Sandbox(mode, workers=2, limits=limits).start()
+    progress(f"[tunepack] {AGENT}: sandbox {box.mode}" + ("" if box.isolated else " - NOT ISOLATED"))
+    return box
 
 
 def _training_rows(paths: list[str]) -> list[dict]:
@@ -83,6 +111,13 @@ def _bfcl_score(gen, family: str, items: list, max_tokens: int, log: Path | None
     return {"accuracy": rate(hits, len(items))}
 
 
+def _agent_result(gen, family: str, spec: dict, box, rows: list[dict], label: str, logs: Path | None) -> dict:
+    folder = logs / f"{AGENT}-{label}" if logs else None
+    return agent_task.run_agent_model(gen, rows, family, {"box": box, "timeout_s": float(spec.get("timeout_s", 10)),
+                                                          "max_tokens": int(spec.get("max_tokens", 512)),
+                                                          "label": label}, folder)
+
+
 def _row(task: str, metric: str, n: int) -> dict:
     return {"task": task, "metric": metric, "n": n, "samples": 1, "scores": {}, "stderr": {}, "status": {},
             "logs": {}, "metrics": {}, "contamination": None}
@@ -92,12 +127,28 @@ def run_tool_tasks(spec: dict, tasks: list[str], progress, contamination: dict |
     """({task: row}, {label: what was loaded}) for the tool tasks of the spec."""
     turns, tool = _next_action_turns(spec, progress) if TASK in tasks else ([], None)
     items = {t: _bfcl_items(spec, t) for t in tasks if t.startswith(BFCL_PREFIX)}
-    rows = {t: _row(t, HEADLINE if t == TASK else "accuracy", len(turns) if t == TASK else len(items[t]))
-            for t in tasks}
+    problems = agent_rows(spec) if AGENT in tasks else []
+    sizes = {TASK: len(turns), AGENT: len(problems), **{t: len(v) for t, v in items.items()}}
+    rows = {t: _row(t, {TASK: HEADLINE, AGENT: agent_task.HEADLINE}.get(t, "accuracy"), sizes[t]) for t in tasks}
     if TASK in rows:
         rows[TASK]["baseline"] = baseline(turns, tool)
         rows[TASK]["heldout"] = {"groups": len(spec["next_action"]["heldout"]["groups"]), "turns": len(turns)}
+    box = _agent_box(spec, progress) if problems else None
+    if box is not None:
+        rows[AGENT]["sandbox"] = box.mode
+    try:
+        loaded = _score_models(spec, tasks, rows, {"turns": turns, "items": items, "agent": problems, "box": box},
+                               progress, contamination)
+    finally:
+        if box is not None:
+            box.close()
+    return rows, loaded
+
+
+def _score_models(spec: dict, tasks: list[str], rows: dict, inputs: dict, progress, contamination: dict | None) -> dict:
+    """Each model loaded once and given every tool task; {label: what was loaded}."""
     loaded, max_tokens = {}, int(spec.get("max_tokens", 512))
+    turns, items = inputs["turns"], inputs["items"]
     logs = Path(spec["log_dir"]) if spec.get("log_dir") else None
     for model in spec["models"]:
         label = model["label"]
@@ -117,6 +168,9 @@ def run_tool_tasks(spec: dict, tasks: list[str], progress, contamination: dict |
                                    log)
                 row["seconds_per_100_turns"] = {**row.get("seconds_per_100_turns", {}),
                                                 label: result["seconds_per_100_turns"]}
+            elif task == AGENT:
+                result = _agent_result(gen, family, spec, inputs["box"], inputs["agent"], label, logs)
+                log = logs / f"{AGENT}-{label}" if logs else None
             else:
                 result = {"metrics": _bfcl_score(gen, family, items[task], max_tokens, log)}
             row["metrics"][label] = result["metrics"]
@@ -124,7 +178,7 @@ def run_tool_tasks(spec: dict, tasks: list[str], progress, contamination: dict |
             row["status"][label] = "contaminated" if dirty else "scored"
             row["logs"][label] = str(log) if log else None
         del gen
-    return rows, loaded
+    return loaded
 
 
 def bfcl_problems(spec: dict, task: str) -> list:
