@@ -48,6 +48,7 @@ def test_a_distill_config_names_its_method_in_the_registry_and_run_names(tmp_pat
     ({"distributed": {"processes": 2}}, "distillation runs in one process for now"),
     ({"teacher": {"name": "Qwen/Qwen3-0.6B"}}, "the teacher is the student itself"),
     ({"distill": {"lmbda": 1.5}}, "distill.lmbda"),
+    ({"model": {"name": "Qwen/Qwen3-0.6B", "adapter": "qwen-sft"}}, "distillation trains a new student adapter"),
 ])
 def test_impossible_distillation_configs_are_refused_with_the_key(tmp_path, change, message):
     raw = _cfg(tmp_path)

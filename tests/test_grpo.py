@@ -299,16 +299,9 @@ def test_a_reward_file_runs_in_the_sandbox_and_only_its_return_value_counts(monk
     ({"grpo": {"rewards": {"length": 1.0}, "monitor": ["length"]}}, "is also a trained reward"),
     ({"grpo": {"rewards": {"length": 1.0}, "monitor": ["speed"]}}, "grpo.monitor 'speed' is no reward"),
     ({"model": {"name": "tiny:qwen3", "adapter": "bad name!"}}, "is not a registry reference"),
-    ({"model": {"name": "tiny:qwen3", "adapter": "x"}, "training": {"method": "sft"}, "grpo": {}},
-     "model.adapter .* training.method grpo"),
 ])
 def test_reward_files_monitors_and_starting_adapters_are_checked(tmp_path, change, message):
     raw = _raw(tmp_path, **change)
-    if change.get("training", {}).get("method") == "sft":
-        raw.pop("grpo")
-        raw["data"].pop("eval_fraction")
-        raw["data"]["path"] = str(write_jsonl(tmp_path / "chat.jsonl", [{"messages": [
-            {"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}]))
     with pytest.raises(ConfigError, match=message):
         parse_config(raw)
 

@@ -43,8 +43,9 @@ class ModelSection(Section):
     adapter: str | None = Field(
         None, description="Start from a registered adapter, NAME or NAME@vN (`tunepack registry list`): its LoRA "
         "weights train further (its rank and targets are kept) on its own base model, which model.name must name. "
-        "training.method grpo only (the tutorial's order: SFT or distillation first, then GRPO); an HF job needs it "
-        "published (`tunepack registry publish`).")
+        "training.method grpo (the tutorial's order: SFT or distillation first, then GRPO) or sft (the ladder's "
+        "last rung: verified rollouts of a GRPO run trained into its adapter); an HF job needs it published "
+        "(`tunepack registry publish`).")
 
     @field_validator("adapter")
     @classmethod
@@ -386,10 +387,10 @@ class TrainConfig(Section):
             if self.environment is not None:
                 raise ValueError(f"environment: {self.environment.name} trains with GRPO; set training.method: grpo "
                                  "(or remove the environment section)")
-            if self.model.adapter:
+            if self.model.adapter and training.method == "distill":
                 raise ValueError(f"model.adapter ({self.model.adapter}) starts a run from a registered adapter, which "
-                                 "training.method grpo does for now; set training.method: grpo, or remove "
-                                 "model.adapter to train a new adapter")
+                                 "SFT and GRPO do (distillation trains a new student adapter for now); remove "
+                                 "model.adapter, or train it further with training.method sft or grpo")
             if grpo != GrpoSection():
                 raise ValueError("the grpo section applies only to training.method: grpo; set it (or remove the "
                                  "section)")

@@ -100,8 +100,8 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
     }
     kit: dict[str, str] = {}
     reward_files: dict[str, str] = {}
+    info["start"] = start_adapter(cfg, remote=bool(push))  # model.adapter: the registered adapter trained on
     if method == "grpo":
-        info["start"] = start_adapter(cfg, remote=bool(push))  # model.adapter: the registered adapter trained on
         kit, reward_files, info["grpo"] = _grpo_parts(cfg)
     if kit:
         info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in kit.items()}

@@ -46,7 +46,8 @@ def start_adapter(cfg: TrainConfig, *, remote: bool = False) -> dict | None:
     return {"name": entry.name, "version": entry.version, "ref": f"{entry.name}@v{entry.version}",
             "method": manifest.get("method", "sft"), "base": manifest.get("model_path") or entry.base_model,
             "model": manifest["config"]["model"]["name"], "run_name": entry.run_name, "lora": lora,
-            "lineage": [*(manifest.get("lineage") or []), _step(entry, manifest)], **where}
+            # the adapter's own lineage ends with itself (unversioned): that step becomes the registered version
+            "lineage": [*(manifest.get("lineage") or [])[:-1], _step(entry, manifest)], **where}
 
 
 def _same_base(cfg: TrainConfig, entry: AdapterVersion, manifest: dict) -> None:
@@ -94,9 +95,13 @@ def _lora_of(entry: AdapterVersion, manifest: dict) -> dict:
 
 
 def _same_lora(cfg: TrainConfig, lora: dict) -> None:
-    if "lora" not in cfg.model_fields_set:
-        return
+    """A lora section that asks for another rank than the starting adapter's is refused; the default section
+    (none written, or a config read back from a job's record, where every section is set) is not."""
+    from ..config.schema import LoraSection
+
     mine = cfg.lora
+    if "lora" not in cfg.model_fields_set or (mine.r, mine.alpha) == (LoraSection().r, LoraSection().alpha):
+        return
     if (mine.r, mine.alpha) != (lora["r"], lora["alpha"]):
         raise ConfigError(f"The lora section asks for r {mine.r}, alpha {mine.alpha}, but model.adapter trains the "
                           f"registered adapter further, whose LoRA is r {lora['r']}, alpha {lora['alpha']}.",
@@ -106,5 +111,7 @@ def _same_lora(cfg: TrainConfig, lora: dict) -> None:
 
 def _step(entry: AdapterVersion, manifest: dict) -> dict:
     """One rung of the lineage: which adapter, trained how, from what."""
-    return {"name": entry.name, "version": entry.version, "method": manifest.get("method", "sft"),
+    step = {"name": entry.name, "version": entry.version, "method": manifest.get("method", "sft"),
             "run_name": manifest.get("run_name"), "steps": (manifest.get("training") or {}).get("steps")}
+    environment = (manifest.get("config") or {}).get("environment")
+    return {**step, "environment": environment["name"]} if environment else step
