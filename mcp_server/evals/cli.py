@@ -7,6 +7,8 @@ Usage:
                   [--backend local|hf --flavor a10g-small --timeout 3600]     (every field of the eval section)
     tunepack eval results NAME [--version N]     |   tunepack eval results --job JOB_ID
     tunepack eval sandbox-check                  # can this machine isolate generated code (and how)?
+    tunepack eval ladder NAME [--version N] [--tasks T …] [--readme README.md] [--json]
+                                                 # every rung of NAME's lineage on the same benchmarks
 """
 
 from __future__ import annotations
@@ -40,6 +42,14 @@ def add_parser(sub) -> None:
     s.set_defaults(func=run_results)
     c = actions.add_parser("sandbox-check", help="can this machine isolate generated code?")
     c.set_defaults(func=run_sandbox_check)
+    lad = actions.add_parser("ladder", help="the ladder's results table: every rung of an adapter's lineage on the "
+                                            "same benchmarks, from each version's latest eval")
+    lad.add_argument("name", help="registry name of the last rung (its lineage gives the others)")
+    lad.add_argument("--version", type=int, help="registry version (default the newest)")
+    lad.add_argument("--tasks", nargs="+", help="the columns (default: every task any rung was evaluated on)")
+    lad.add_argument("--readme", help="also write the table into this markdown file's ladder section")
+    lad.add_argument("--json", action="store_true", help="print JSON")
+    lad.set_defaults(func=run_ladder)
 
 
 def _show(summary: dict, as_json: bool) -> None:
@@ -104,3 +114,19 @@ def run_eval(args) -> None:
     if info.stage != "COMPLETED":
         raise failure_error(info, backend.logs(info.id))
     _show(service.eval_results(job_id=info.id, backend=backend), args.json)
+
+
+def run_ladder(args) -> None:
+    from .ladder import ladder_table, write_section
+
+    table = ladder_table(args.name, args.version, args.tasks)
+    if args.readme:
+        write_section(args.readme, table.markdown)
+    if args.json:
+        print(table.model_dump_json(indent=2))
+        return
+    print(table.markdown)
+    for call in table.missing:
+        print(f"not evaluated yet: {call}", file=sys.stderr)
+    if args.readme:
+        print(f"tunepack: the ladder section of {args.readme} now holds this table", file=sys.stderr)

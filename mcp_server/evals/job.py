@@ -20,8 +20,9 @@ from ..config.eval_section import CODE_TASKS, NEXT_ACTION, EvalSection
 from ..errors import EvalError, TunepackError
 from ..jobs.markers import emit, parse_line
 from ..registry import AdapterVersion, LocalRegistry, read_manifest
+from ..registry.lineage import ancestors
 from .kit.scorenames import scores_by_name
-from .render import build_spec, write_eval_script
+from .render import build_spec, next_action_spec, write_eval_script
 from .results import apply_to_card, results_markdown
 
 
@@ -43,7 +44,43 @@ def training_data(manifest: dict) -> list[str]:
     return files
 
 
-def models_for(entry: AdapterVersion, remote: bool = False) -> list[dict]:
+def lineage_data(manifest: dict) -> list[str]:
+    """What the adapter and every earlier rung of its lineage trained on: a GRPO adapter started from an SFT adapter
+    has seen the SFT data too, so the contamination check reads both."""
+    files = training_data(manifest)
+    for entry, earlier in ancestors(manifest):
+        try:
+            files += [f for f in training_data(earlier) if f not in files]
+        except EvalError as exc:
+            raise EvalError(f"{entry.name} v{entry.version}, an earlier rung of this adapter: {exc.problem}",
+                            exc.fix) from None
+    return files
+
+
+def heldout_source(manifest: dict) -> dict | None:
+    """The manifest whose held-out sessions next-action scores: the adapter's own, else the nearest earlier rung's
+    (a GRPO adapter trained from an SFT adapter on traces is scored on the sessions that SFT run held out)."""
+    def held(m: dict) -> bool:  # sessions or conversations held out (a GRPO run's held-out prompts are not)
+        return bool((m.get("heldout") or {}).get("groups"))
+
+    if held(manifest):
+        return manifest
+    return next((m for _, m in reversed(ancestors(manifest)) if held(m)), None)
+
+
+def _next_action(held: dict | None) -> dict | None:
+    """next-action's part of the spec: the held-out record and the files its rows are selected from (the files of
+    the run that held them out, not the whole lineage's)."""
+    if held is None:
+        return None
+    try:
+        files = training_data(held)
+    except EvalError:
+        files = []  # gone: the kit says so when it reads them
+    return next_action_spec(held, files)
+
+
+def models_for(entry: AdapterVersion, remote: bool = False, references: bool = True) -> list[dict]:
     if entry.hub_repo and (remote or not (Path(entry.path) / "adapter_config.json").is_file()):
         adapter = entry.hub_repo
         base = read_manifest(entry.path)["config"]["model"]["name"]
@@ -56,6 +93,8 @@ def models_for(entry: AdapterVersion, remote: bool = False) -> list[dict]:
     pinned = {"adapter_revision": entry.hub_commit} if adapter == entry.hub_repo and entry.hub_commit else {}
     models = [{"label": "base", "base": base}, {"label": "adapter", "base": base, "adapter": adapter, **pinned}]
     manifest = read_manifest(entry.path)
+    if not references:
+        return models
     return models + [m for m in (teacher_for(manifest, remote), start_for(manifest, remote)) if m]
 
 
@@ -74,10 +113,10 @@ def teacher_for(manifest: dict, remote: bool) -> dict | None:
 
 
 def start_for(manifest: dict, remote: bool) -> dict | None:
-    """A GRPO run's starting adapter as a third model (where the reinforcement learning began), when it can be
-    loaded: here its registry folder (else its Hub repo at the recorded commit), in a remote job only its Hub repo.
+    """A run's starting adapter (model.adapter: where GRPO, or an SFT on verified rollouts, began) as a third model,
+    when it can be loaded: here its registry folder (else its Hub repo at the recorded commit), in a remote job only its Hub repo.
     Left out when neither is there, or when its base is a local folder a remote job cannot read."""
-    start = (manifest.get("grpo") or {}).get("start")
+    start = manifest.get("start") or (manifest.get("grpo") or {}).get("start")
     if not start:
         return None
     folder, repo = start.get("adapter"), start.get("hub_repo")
@@ -103,17 +142,18 @@ def prepare(entry: AdapterVersion, ev: EvalSection, run_dir: str | Path, *, trac
         raise EvalError("No eval tasks are given.", "set eval.tasks, e.g. [humaneval, mbpp] (or a .jsonl of your own).")
     manifest = read_manifest(entry.path)
     try:
-        train = training_data(manifest)
+        train = lineage_data(manifest)
     except EvalError:
         if not ev.allow_contaminated:
             raise
         train = []
-    if NEXT_ACTION in ev.tasks and not manifest.get("heldout"):
-        raise EvalError(f"next-action scores the sessions a run held out, and {entry.name} v{entry.version} was trained "
-                        "without any (data.eval_fraction was not set).",
+    held = heldout_source(manifest)
+    if NEXT_ACTION in ev.tasks and held is None:
+        raise EvalError(f"next-action scores the sessions a run held out, and neither {entry.name} v{entry.version} nor "
+                        "an earlier rung of its lineage held out any (data.eval_fraction was not set).",
                         "train again with data.eval_fraction (e.g. 0.1), or drop next-action from eval.tasks "
                         "(bfcl:<category> needs no held-out data).")
-    spec = build_spec(ev, models_for(entry, remote), train, manifest)
+    spec = build_spec(ev, models_for(entry, remote, ev.references), train, manifest, next_action=_next_action(held))
     script, info = write_eval_script(spec, run_dir / "eval.py", tracking=tracking)
     (run_dir / "eval_run.json").write_text(json.dumps({
         "registry_name": entry.name, "registry_version": entry.version, "script": str(script),

@@ -16,7 +16,7 @@ SERVER = "tunepack"
 # A second server for the study roles: the tools they need beyond the core set, kept out of the main agent's
 # context (every tool's schema costs context on every turn; see harness/toolsets.py).
 STUDY_SERVER = "tunepack-study"
-STUDY_TOOLSETS = ("jobs", "tracking", "viewer", "data", "ledger", "research")  # every toolset beyond core
+STUDY_TOOLSETS = ("jobs", "tracking", "viewer", "data", "ledger", "research", "ladder")  # every toolset beyond core
 LAUNCHER = "bin/tunepack-mcp"
 # From any directory of the clone: the launcher finds the repository and its .venv itself.
 LAUNCH_SH = f'exec "$(git rev-parse --show-toplevel 2>/dev/null || pwd)/{LAUNCHER}"'
@@ -292,6 +292,43 @@ Read the skill `tunepack-grpo` first (and `tunepack-pipeline` for the contract).
    pipeline_run. Follow it; if a TUNEPACK_ALERT says reward hacking, stop and tell me why.
 4. Answer with the held-out reward first -> last with its standard errors, each reward component,
    and the adapter (registry name + version); evaluate it with eval_start on the standard tasks.""",
+    ),
+    Command(
+        name="tunepack-ladder",
+        description="Climb the whole post-training ladder from one prompt: SFT on agent traces, distillation (when a "
+                    "teacher is named), GRPO with verifiable rewards, GRPO in the coding environment, SFT on the "
+                    "verified rollouts; each rung preflighted and approved, one results table in the README.",
+        argument_hint="MODEL DATA [teacher=T mbpp=FILE flavor budget]",
+        args=(Arg("model", "Base model: Hub id, local folder, or tiny:qwen3 for a CPU twin."),
+              Arg("data", "Agent traces for the first rung: session folders, a converted .jsonl or a Hub dataset."),
+              Arg("notes", "teacher=HUB_ID for distillation, mbpp=FILE (MBPP's jsonl), flavor, budget.",
+                  required=False)),
+        body=f"""Climb the post-training ladder with the model $1 on the data $2. Full request: $ARGUMENTS
+
+Read the skills `tunepack-pipeline`, `tunepack-sft`, `tunepack-traces`, `tunepack-distill`, `tunepack-grpo`
+(its "The whole ladder" section) and `tunepack-evaluation` first. {_SKILLS}
+
+Every rung is one config and the same contract: pipeline_validate → pipeline_preflight (wait for its job; for
+GRPO read the RL preflight: ceiling, leaked tests, the starting model's groups) → pipeline_run (a paid flavor
+needs my yes) → jobs_wait → tracking_summary → eval_start on the same tasks for every rung (next-action,
+bfcl:simple_python, humaneval, mbpp, mbpp-agent; the same limit) → jobs_wait. Each rung starts from the
+previous rung's registered adapter (model.adapter: NAME@vN, written into the next config); skip a rung only
+when I say so, and say why in the report.
+
+1. SFT on the traces (data.format traces, data.eval_fraction 0.1: the held-out sessions next-action scores).
+2. Distillation, only when I named a teacher (training.method distill, same data; it trains a new student
+   adapter: the next rung starts from it).
+3. GRPO with verifiable rewards on MBPP's train split (`tunepack grpo-prompts --mbpp FILE --split train`, and
+   `--split validation` for grpo.heldout_path), rewards tests 1.0, from the previous adapter.
+4. GRPO in the coding environment (environment: coding), same prompts, from the GRPO adapter; read
+   eval/env_reward, not the flat training curve.
+5. SFT on the verified rollouts: data.path = the environment run's adapter folder `rollouts/train`,
+   data.format traces with traces.only_verified, model.adapter = the environment run's adapter.
+
+Then eval_ladder (CLI `tunepack eval ladder NAME --readme README.md`) on the last rung with readme_path
+README.md: the table of every rung, base first, goes into the README's ladder section (replaced in place).
+Answer with that table, each rung's registry version, job id and cost, what withheld or ⚠ cells mean, and
+what was skipped or not evaluated (the table's `missing`).""",
     ),
 )
 

@@ -10,6 +10,7 @@ from mcp.server.mcpserver.resolve import Resolve
 from pydantic import BaseModel, Field
 
 from ..config.eval_section import EvalSection
+from ..evals.ladder import LadderTable
 from ..jobs import get_backend
 from .common import Approval, ApprovalToken, Flavor, OptBackend, TimeoutS, consent_from, guarded
 from .pipeline_tools import Placed, SpendResult, ask_to_spend, spend_result
@@ -43,7 +44,7 @@ class EvalTask(BaseModel):
 class EvalSummary(BaseModel):
     registry_name: str | None = None
     registry_version: int | None = None
-    sandbox: str
+    sandbox: str | None = None
     table: str = Field(description="The markdown table written into the model card.")
     tasks: list[EvalTask]
     results_path: str | None = None
@@ -90,4 +91,24 @@ def eval_results(job_id: Annotated[str | None, Field(description="An eval job id
                        next_step=_next_step(summary))
 
 
-TOOLS = [eval_start, eval_results]
+@guarded
+def eval_ladder(name: Annotated[str, Field(description="Registry name of the ladder's last rung (its lineage gives "
+                                                        "the earlier ones).")],
+                version: Version = None,
+                tasks: Annotated[list[str] | None, Field(description="The columns (default: every task any rung "
+                                                                     "was evaluated on).")] = None,
+                readme_path: Annotated[str | None, Field(description="Also write the table into this markdown "
+                                                                     "file's ladder section (replaced in place).")]
+                = None) -> LadderTable:
+    """The ladder's results table: base and every rung of an adapter's lineage (SFT → distilled → GRPO →
+    environment GRPO → verified-rollout SFT) on the same benchmarks, one row a rung, from each version's latest
+    eval. ``missing`` lists the eval_start calls that fill empty cells."""
+    from ..evals.ladder import ladder_table, write_section
+
+    table = ladder_table(name, version, tasks)
+    if readme_path:
+        write_section(readme_path, table.markdown)
+    return table
+
+
+TOOLS = [eval_start, eval_results, eval_ladder]

@@ -58,7 +58,7 @@ KIND: dict[str, str] = {
     "data_inspect": NONE, "data_mask_preview": NONE,
     "viewer_splits": NONE, "viewer_rows": NONE, "viewer_search": NONE, "viewer_filter": NONE,
     "viewer_statistics": NONE, "viewer_size": NONE, "viewer_traces": NONE,
-    "eval_results": NONE, "traces_convert": NONE,
+    "eval_results": NONE, "eval_ladder": NONE, "traces_convert": NONE,
     "ledger_propose": NONE, "ledger_claim": NONE, "ledger_record": NONE, "ledger_list": NONE, "ledger_report": NONE,
     "research_models": NONE, "research_datasets": NONE, "research_papers": NONE, "research_paper": NONE,
     "sweep_plan": NONE, "sweep_status": NONE, "sweep_select": NONE, "sweep_report": NONE,
