@@ -105,11 +105,11 @@ def test_scripted_policies_earn_the_reward_and_the_penalty(box, tmp_path):
     done = run_cli("env-trajectories", str(rows), "-o", str(tmp_path / "warm.jsonl"))
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
-    assert report["mean_reward"] == 1.0 and report["verified"] == 2 and report["tool_calls"] == 6
+    assert report["mean_reward"] == 1.0 and report["verified"] == 2 and report["tool_calls"] == 4
     warm = [json.loads(line) for line in (tmp_path / "warm.jsonl").read_text().splitlines()]
     roles = [m["role"] for m in warm[0]["messages"]]
-    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant", "tool", "assistant"]
-    assert warm[0]["messages"][2]["content"].startswith("FAIL") and warm[0]["messages"][6]["content"].startswith("PASS")
+    assert roles == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert warm[0]["messages"][2]["content"] == "(no output)" and warm[0]["messages"][4]["content"].startswith("PASS")
     assert [t["function"]["name"] for t in warm[0]["tools"]] == ["read_file", "run_python", "run_tests", "write_file"]
     done = run_cli("env-trajectories", str(rows), "-o", str(tmp_path / "none.jsonl"), "--policy", "no-code")
     assert json.loads(done.stdout)["mean_reward"] == -NO_CODE_PENALTY
@@ -166,7 +166,7 @@ def test_rollouts_are_pi_sessions_and_only_the_verified_ones_become_sft_rows(box
     assert len(rows) == 5 and {t["function"]["name"] for t in rows[0]["tools"]} == {
         "run_python", "write_file", "read_file", "run_tests"}  # the header's schemas, not inferred ones
     calls = [c["function"] for m in rows[0]["messages"] for c in m.get("tool_calls") or []]
-    assert calls[1] == {"name": "run_python", "arguments": {"code": ROW["solution"]}}
+    assert calls[0] == {"name": "run_python", "arguments": {"code": ROW["solution"]}}
     from mcp_server.traces.writer import stats_path_for
 
     verified = run_cli("traces", "convert", str(folder), "-o", str(tmp_path / "verified.jsonl"), "--only-verified",

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+from ..errors import TunepackError
 from ..evals.kit.probe import sandbox_facts, sandbox_line
 from ..jobs.markers import emit, parse
 from ..train.tiny_model import ensure_tiny_model
@@ -42,11 +43,17 @@ def main(run_dir: str) -> int:
     plan = PreflightPlan.read(run_dir)
     result: dict = {"ok": False, "mask_check": None, "rl_check": None, "smoke": None,
                     "sandbox": sandbox_report(plan.config.eval.sandbox)}
-    if plan.config.model.is_tiny:
-        ensure_tiny_model(plan.config)
+    key = "rl_check" if "--rl-check" in plan.check_args else "mask_check"  # GRPO: ceiling, sizing, signal
+    try:
+        if plan.config.model.is_tiny:
+            ensure_tiny_model(plan.config)
+    except TunepackError as exc:
+        emit("ERROR", exc.to_dict())
+        result[key] = {"status": "fail", **exc.to_dict()}
+        emit("PREFLIGHT", result)
+        return 3
     code, found = run_script([plan.check_script, *plan.check_args])
     errors = found.get("ERROR", [])
-    key = "rl_check" if "--rl-check" in plan.check_args else "mask_check"  # GRPO: ceiling, sizing, signal
     if code != 0:
         result[key] = {"status": "fail", **(errors[-1] if errors else {"problem": f"exit code {code}"})}
         emit("PREFLIGHT", result)

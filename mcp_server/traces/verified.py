@@ -6,8 +6,12 @@ not fill the SFT data.
 
     kept, counts, lineage = verified_sources(sources, per_problem=4)
 
-``counts``: rollouts seen, not rollouts, failed, repeats, over the cap, kept, problems; ``lineage``: the run
-the rollouts came from (its own lineage: base → sft → ... → grpo), recorded in the SFT run's manifest and card.
+Only training rollouts are candidates: a rollout of the held-out curve (split ``eval``) or of an eval task (split
+``test``, mbpp-agent) is counted under ``heldout`` and never kept, even when the whole ``rollouts/`` folder is given
+— training on the problems that measure the run would make the measure meaningless.
+
+``counts``: rollouts seen, not rollouts, held out, failed, repeats, over the cap, kept, problems; ``lineage``: the
+run the rollouts came from (its own lineage: base → sft → ... → grpo), recorded in the SFT run's manifest and card.
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ def _trajectory_key(path: Path) -> str:
 def verified_sources(sources: list[tuple[str, Path]], per_problem: int | None = 4
                      ) -> tuple[list[tuple[str, Path]], dict, list[dict]]:
     """The (format, path) sources to convert, the counts, and the lineage of the run that wrote them."""
-    counts = {"rollouts": 0, "not_rollouts": 0, "failed": 0, "repeats": 0, "over_cap": 0, "kept": 0, "problems": 0}
+    counts = {"rollouts": 0, "not_rollouts": 0, "heldout": 0, "failed": 0, "repeats": 0, "over_cap": 0, "kept": 0,
+              "problems": 0}
     by_problem: dict[str, list[tuple[float, int, str, Path, str]]] = defaultdict(list)
     lineage: list[dict] = []
     for fmt, path in sources:
@@ -43,6 +48,9 @@ def verified_sources(sources: list[tuple[str, Path]], per_problem: int | None = 
             counts["not_rollouts"] += 1
             continue
         counts["rollouts"] += 1
+        if meta.get("split") not in (None, "train"):
+            counts["heldout"] += 1
+            continue
         if not meta.get("verified"):
             counts["failed"] += 1
             continue

@@ -1,12 +1,14 @@
 """Scripted episodes of the coding environment: a policy that is not a model, run through the real environment
 (its sandbox, its tools, its reward), for warm-start SFT data and for checking the environment itself.
 
-    episode = scripted_episode(row, "reference")      # look at the tests, run the reference, test, answer
+    episode = scripted_episode(row, "reference")      # run the reference, run the visible test, answer
     rows = trajectory_rows(rows, "reference")          # SFT rows {messages, tools, id, reward} of those episodes
 
 Policies:
-- ``reference``: run_tests first (the visible test fails on an empty session), run_python with the row's
-  reference ``solution``, run_tests again, then answer with the code: earns the hidden tests' full pass rate;
+- ``reference``: run_python with the row's reference ``solution``, run_tests (the visible test passes), then
+  answer with the code: earns the hidden tests' full pass rate. Code first, not a look at the failing test
+  first: on the Qwen3 replica 100 SFT steps on these three-call episodes make it solve 17 of 32 problems in the
+  environment (greedy), where the four-call shape with run_tests first solved none after 150;
 - ``no-code``: answers with the reference solution in text, never running anything: the hidden tests are not
   run on text, so it earns 0 minus the no-code penalty.
 
@@ -37,7 +39,6 @@ def scripted_episode(row: dict, policy: str) -> dict:
     messages = opening(row, env.reset(**row))
     solution = str(row.get("solution") or "")
     if policy == "reference":
-        _call(env, messages, "run_tests", {})
         _call(env, messages, "run_python", {"code": solution})
         _call(env, messages, "run_tests", {})
         messages.append({"role": "assistant", "content": f"The function passes the visible test:\n\n```python\n"

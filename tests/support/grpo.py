@@ -30,9 +30,24 @@ def _problem(task_id: int, function: tuple, start: int) -> dict:
             "test_list": [f"assert {name}({v}) == {fn(v)}" for v in (start, start + 1, start + 2)]}
 
 
-def write_problems(folder: Path, train: int = 48, validation: int = 16) -> Path:
+# MBPP's test split (11-510) asks for the same functions in other words, with other tests and another reference
+# solution, so no field overlaps the training data (the n-gram check stays clean: each statement is one gram of its
+# own, new) while a model that learnt the functions can still solve them
+TEST_WORDING = {"add_one": ("gives x plus one", "1 + x"), "double": ("gives x times two", "x + x"),
+                "negate": ("gives minus x", "0 - x"), "square": ("gives x times x", "x ** 2")}
+
+
+def _test_problem(task_id: int, function: tuple, start: int) -> dict:
+    name, _, _, fn = function
+    text, expr = TEST_WORDING[name]
+    return {"task_id": task_id, "text": f"Write a function {name}(x) that {text}.", "code": f"def {name}(x):\n    return {expr}", "test_setup_code": "",
+            "test_list": [f"assert {name}({v}) == {fn(v)}" for v in (start, start + 7, start + 13)]}
+
+
+def write_problems(folder: Path, train: int = 48, validation: int = 16, test: int = 0) -> Path:
     rows = [_problem(601 + i, FUNCTIONS[i % 4], i // 4 + 1) for i in range(train)]
     rows += [_problem(511 + i, FUNCTIONS[i % 4], 20 + i // 4) for i in range(validation)]
+    rows += [_test_problem(11 + i, FUNCTIONS[i % 4], 100 + 10 * i) for i in range(test)]
     return write_jsonl(folder / "mbpp.jsonl", rows)
 
 
