@@ -29,7 +29,7 @@ def test_bfcl_names_its_categories_and_bfcl_alone_is_all_of_them():
     assert EvalSection(tasks=["bfcl:simple_python", "next-action"]).tasks == ["bfcl:simple_python", "next-action"]
     with pytest.raises(ValidationError, match="BFCL has no such single-turn category"):
         EvalSection(tasks=["bfcl:multi_turn_base"])
-    with pytest.raises(ValidationError, match="next-action, or bfcl:<category>"):
+    with pytest.raises(ValidationError, match="next-action, bfcl:<category> or mbpp-agent"):
         EvalSection(tasks=["nextaction"])
 
 

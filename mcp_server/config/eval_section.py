@@ -25,8 +25,7 @@ class EvalSection(Section):
     tasks: list[str] = Field(
         default_factory=list,
         description="humaneval, mbpp, a .jsonl (id, prompt, tests), next-action (held-out sessions' tool calls), "
-        "bfcl:<category> / bfcl, or mbpp-agent (MBPP's test split solved in the coding environment with tools: "
-        "one visible test, the hidden ones scored; max_tokens is the episode's budget).",
+        "bfcl:<category> / bfcl, or mbpp-agent (MBPP solved with the coding environment's tools).",
     )
     limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each task (smoke runs).")
     ids: list[str] = Field(default_factory=list, description="Only these problem ids (HumanEval/0, mbpp/89, …).")
@@ -49,9 +48,7 @@ class EvalSection(Section):
         False, description="Show scores even when the training data overlaps the problems (labelled); off: "
         "withheld.",
     )
-    references: bool = Field(True, description="Also score the run's reference models beside base and adapter: a "
-                             "distilled adapter's teacher, the adapter a run started from (model.adapter). The ladder "
-                             "evaluates every rung itself, so its evals set this false.")
+    references: bool = Field(True, description="Also score the teacher or start adapter (a ladder: false).")
     bfcl_source: str | None = Field(None, description="BFCL data folder or wheel.")
     ngram: int = Field(13, ge=5, le=50, description="N-gram length of the contamination check.")
     min_overlap: float = Field(0.5, gt=0, le=1, description="Share of a problem's n-grams in the training data "

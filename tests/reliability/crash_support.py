@@ -50,11 +50,14 @@ class Zygote:
 
     def cycle(self, rng: random.Random, low: float, high: float) -> list[str]:
         self._say("go")
-        pid = self.last_pid = int(self._line().split()[1])
+        acks = []
+        while not (line := self._line()).startswith("pid "):  # on a busy machine the child may write first
+            assert line.startswith("ack "), line
+            acks.append(line[4:])
+        pid = self.last_pid = int(line.split()[1])
         time.sleep(rng.uniform(low, high))
         os.kill(pid, signal.SIGKILL)
         self._say("reap")
-        acks = []
         while (line := self._line()) != f"reaped {pid}":
             assert line.startswith("ack "), line
             acks.append(line[4:])
