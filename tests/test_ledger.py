@@ -9,7 +9,7 @@ import pytest
 
 from support.common import REPO, run_cli
 
-from mcp_server.ledger import Ledger, LedgerError, config_hash_of, direction_for
+from mcp_server.ledger import Ledger, LedgerError, config_hash_of, direction_for, export_tsv, report_markdown
 
 
 @pytest.fixture
@@ -128,14 +128,14 @@ def test_exports(ledger):
     base = _finish(ledger, "keep", 2.0, job_id="job-1", note="tab\tinside")
     _finish(ledger, "discard", 2.5, parent=base.id)
     ledger.propose("pending | pipe", "lora.alpha", 64, parent=base.id)
-    tsv = ledger.export_tsv().splitlines()
+    tsv = export_tsv(ledger).splitlines()
     header = tsv[0].split("\t")
     assert header[:4] == ["id", "status", "parent", "variable"] and len(tsv) == 4
     rows = [dict(zip(header, line.split("\t"))) for line in tsv[1:]]
     assert all(len(line.split("\t")) == len(header) for line in tsv)
     assert rows[0]["metric_value"] == "2" and rows[0]["job_id"] == "job-1" and rows[0]["note"] == "tab inside"
     assert rows[1]["do_not_repeat"] == "yes" and rows[2]["status"] == "proposed"
-    md = ledger.report_markdown(k=1)
+    md = report_markdown(ledger, k=1)
     assert md.startswith("# Experiments: study") and "3 experiments — 1 proposed, 1 keep, 1 discard" in md
     assert f"| {base.id} ★ | keep |" in md and "pending \\| pipe" in md
     assert "STOP — No improvement" in md and "## Do not repeat" in md

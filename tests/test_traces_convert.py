@@ -68,7 +68,7 @@ def test_a_reader_failure_is_reported_per_file_not_raised(tmp_path, monkeypatch)
 
     from support.traces import FIXTURES
 
-    module = importlib.import_module("mcp_server.traces.convert")
+    module = importlib.import_module("mcp_server.traces.read")
 
     def broken(path, opts, report):
         raise KeyError("surprise")
@@ -85,7 +85,7 @@ def test_damaged_values_anywhere_never_crash(tmp_path):
     import copy
     import random
 
-    from mcp_server.traces.convert import read_source
+    from mcp_server.traces.read import read_source
     from mcp_server.traces.jsonl import decode_line
     from support.traces import FIXTURES
 

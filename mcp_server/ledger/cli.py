@@ -165,7 +165,9 @@ def _plateau(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
 
 
 def _export(ledger: Ledger, args: argparse.Namespace, show: Show) -> None:
-    text = ledger.export_tsv() if args.format == "tsv" else ledger.report_markdown(args.k, args.direction)
+    from .report import export_tsv, report_markdown
+
+    text = export_tsv(ledger) if args.format == "tsv" else report_markdown(ledger, args.k, args.direction)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"wrote {args.output}")

@@ -318,16 +318,6 @@ class Ledger:
                 and (text is None or e.value == text)
                 and (config_hash is None or e.config_hash == config_hash)]
 
-    def export_tsv(self) -> str:
-        from .report import export_tsv
-
-        return export_tsv(self)
-
-    def report_markdown(self, k: int = 3, direction: str | None = None) -> str:
-        from .report import report_markdown
-
-        return report_markdown(self, k=k, direction=direction)
-
     @classmethod
     def projects(cls, path: str | Path | None = None) -> builtins.list[str]:
         db_path = Path(path) if path else home_dir("ledger") / "ledger.db"

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from ..ledger import Experiment, Ledger, LedgerError, Plateau
+from ..ledger import Experiment, Ledger, LedgerError, Plateau, export_tsv, report_markdown
 from .common import guarded
 
 LedgerProject = Annotated[str, Field(description="Ledger project: one research question or sweep "
@@ -137,7 +137,7 @@ def ledger_report(project: LedgerProject,
                   k: PlateauK = 3, direction: DirectionArg = None) -> LedgerReport:
     """The ledger as a markdown report (summary, stop verdict, best, every experiment, do-not-repeat) or a TSV."""
     ledger = Ledger(project)
-    text = ledger.report_markdown(k, direction) if format == "markdown" else ledger.export_tsv()
+    text = report_markdown(ledger, k, direction) if format == "markdown" else export_tsv(ledger)
     if path:
         try:
             Path(path).expanduser().write_text(text, encoding="utf-8")

@@ -16,9 +16,10 @@ schemas, templates, rows, redact and writer. ``push`` (with ``collect`` and ``sc
 sessions, raw and redacted, to a Hub dataset repo: ``tunepack traces push --repo NS/NAME``.
 """
 
-from .convert import convert, read_source
+from .convert import convert
 from .detect import find_sources, sniff
 from .model import ConvertOptions
+from .read import read_source
 from .stats import ConvertReport, FileReport
 
 __all__ = ["ConvertOptions", "ConvertReport", "FileReport", "convert", "find_sources", "read_source", "sniff"]

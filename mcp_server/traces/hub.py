@@ -124,18 +124,3 @@ def resolve_paths(paths: list[str]) -> tuple[list[str], dict | None]:
         folder, source = fetch_sessions(*ref)
         out.append(str(folder))
     return out, source
-
-
-def converted_rows(ref: str) -> Path:
-    """The chat rows of a Hub repo of sessions (default conversion options), converted once per commit:
-    what data_inspect and viewer_traces read for an ``hf://datasets/…`` reference."""
-    from .convert import convert
-
-    repo_id, revision = parse_ref(ref) or (None, None)
-    if repo_id is None:
-        raise TraceError(f"'{ref}' is not a Hub dataset reference.", "write it as hf://datasets/NAMESPACE/NAME[@REVISION].")
-    folder, record = fetch_sessions(repo_id, revision)
-    rows = folder.parent / f"{folder.name}.rows.jsonl"
-    if not rows.is_file():
-        convert([str(folder)], rows)
-    return rows

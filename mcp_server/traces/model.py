@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..config.schema import untitled
+from ..errors import TraceError
 from ..evals.kit.shaping import DROPPER_TEMPLATES as DROPPER_TEMPLATES  # the shaping rules own the names
 from ..evals.kit.shaping import KEEPER_TEMPLATES as KEEPER_TEMPLATES
 
@@ -63,6 +64,17 @@ class ConvertOptions(BaseModel):
     template: str | None = Field(None, description="Shape rows for this training template (TRL's qwen3, qwen2_5, "
                                                    "gptoss, deepseekv3; tunepack's gemma4, gemma4_v2..v5, llama3_1, "
                                                    "llama3_2) and refuse templates that cannot carry tool calls.")
+
+    def check(self) -> None:
+        """Refuse options that need a tokenizer (or a window length) they were not given."""
+        if self.max_tokens and not self.tokenizer:
+            raise TraceError("--max-tokens needs a tokenizer to count tokens with.",
+                             "add --tokenizer DIR (a local model or tokenizer folder), or drop --max-tokens.")
+        if self.rows == "window" and not (self.tokenizer and self.max_length):
+            raise TraceError("--rows window needs a tokenizer and a window length to cut sessions by tokens.",
+                             "add --tokenizer DIR (the model's tokenizer folder) and --max-length N "
+                             "(training.max_length); or keep conversation rows: the training script windows long "
+                             "ones itself (data.windows: auto).")
 
 
 def text_or_none(value) -> str | None:
@@ -119,3 +131,8 @@ class Conversation:
     messages: list[Msg] = field(default_factory=list)
     tools: list[dict] | None = None  # tool schemas the format stored, if any
     pairing: Literal["id", "position"] = "id"  # position: results pair with calls in order (ids repeat)
+
+    @property
+    def catalog_key(self) -> str:
+        """Which tool catalog the conversation's tools belong to (one per format; OpenAI chat files: per file)."""
+        return self.format if self.format != "openai" else f"openai:{self.source}"

@@ -22,7 +22,8 @@ from typing import Any
 from ..errors import TraceError
 from .model import DROPPER_TEMPLATES, Conversation, ConvertOptions
 from .normalize import Normalized
-from .stats import FileReport
+from .schemas import ToolCatalog
+from .stats import ConvertReport, FileReport
 from .templates import flatten_tools, shape
 
 
@@ -128,3 +129,39 @@ def build_rows(conv: Conversation, norm: Normalized, tools: list[dict], opts: Co
             continue
         out.append((row, tokens))
     return out
+
+
+def build_all(normalized: list[tuple[Conversation, Normalized, FileReport]], catalog: ToolCatalog,
+               opts: ConvertOptions, template: str | None, counter: TokenCounter, result: ConvertReport,
+               shaping: Counter, calls: Counter) -> list[dict]:
+    """The rows of every normalised conversation, counting conversations, tokens, turns and calls in ``result``."""
+    rows: list[dict] = []
+    for conv, norm, report in normalized:
+        tools = catalog.tools_for(conv.catalog_key, conv.tools, set(norm.tool_calls), opts.synthesize_tools)
+        kept = build_rows(conv, norm, tools, opts, template, counter, report, shaping)
+        if not kept:
+            continue
+        result.conversations += 1
+        for row, tokens in kept:
+            rows.append(row)
+            result.tokens += tokens
+            if opts.rows == "turn":
+                turns = list(row.get("completion", []))
+                result.assistant_turns += len(turns)
+                calls.update(c["function"]["name"] for m in turns for c in m.get("tool_calls") or [])
+        if opts.rows in ("conversation", "window"):
+            result.assistant_turns += norm.assistant_turns
+            calls.update(norm.tool_calls)
+    return rows
+
+
+def windowed(rows: list[dict], counter: TokenCounter, opts: ConvertOptions) -> tuple[list[dict], dict]:
+    """Conversation rows cut into windows of ``opts.max_length`` tokens (train/windows.py)."""
+    from ..train.windows import window_rows
+
+    if opts.max_length is None:
+        raise TraceError("--rows window needs a window length to cut sessions by tokens.",
+                         "add --max-length N (training.max_length).")
+    meta = [{k: v for k, v in r.items() if k not in ("messages", "tools")} for r in rows]
+    return window_rows([(r["messages"], r["tools"], m) for r, m in zip(rows, meta, strict=False)], counter.count_messages,
+                       opts.max_length, context_share=opts.window_context)

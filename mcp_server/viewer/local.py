@@ -91,7 +91,8 @@ def inspect_dataset(paths: list[str], messages_column: str = "messages", tools_c
 def _inspect(paths: list[str], messages_column: str, tools_column: str) -> DatasetReport:
     import duckdb
 
-    from ..traces.hub import PREFIX, converted_rows
+    from ..traces.convert import converted_rows
+    from ..traces.hub import PREFIX
     from ..train.data import read_local_rows
 
     # a Hub repo of raw agent sessions (hf://datasets/NS/NAME[@REV]): the chat rows it converts to

@@ -162,7 +162,7 @@ def trace_view(backend: ViewerBackend, dataset: str, config: str, split: str, co
 def _trace_view(backend: ViewerBackend, dataset: str, config: str, split: str, column: str,
                 max_rows: int) -> TraceView:
     if dataset.startswith("hf://datasets/"):
-        from ..traces.hub import converted_rows
+        from ..traces.convert import converted_rows
         from .twin import TwinViewer
 
         rows = converted_rows(dataset)
