@@ -64,7 +64,7 @@ def matrix(folder: Path, replicas: dict, rows_by_template: dict) -> None:
 def train(folder: Path, family: str, model_dir: Path, rows: list[dict]) -> str:
     from support.families import write_rows
     from mcp_server.config import parse_config
-    from mcp_server.train.render import write_script
+    from mcp_server.methods import write_script
 
     data = write_rows(folder / f"train-{family}.jsonl", rows)
     cfg = parse_config({"model": {"name": str(model_dir)}, "data": {"path": str(data), "allow_truncation": True},

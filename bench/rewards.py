@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mcp_server.evals.kit.sandbox import Sandbox  # noqa: E402
 from mcp_server.evals.kit.testreward import tests_fraction  # noqa: E402
-from mcp_server.train.prompts import mbpp_rows  # noqa: E402
+from mcp_server.methods.grpo.prompts import mbpp_rows  # noqa: E402
 
 SHARED_MBPP = Path(__file__).resolve().parents[2] / "shared" / "data" / "mbpp" / "mbpp.jsonl"
 BUILT_IN = [{"id": f"b{i}", "prompt": "", "setup": "", "solution": f"def f(x):\n    return x + {i}",

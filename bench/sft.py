@@ -146,7 +146,7 @@ def prepare(folder: Path, max_length: int, limit: int | None, fixtures_only: boo
 
 def ours(folder: Path, setup: dict, max_length: int, env: dict, extra: dict | None = None) -> dict:
     from mcp_server.config import parse_config
-    from mcp_server.train.render import write_script
+    from mcp_server.methods import write_script
 
     extra = extra or {}
     cfg = parse_config({"model": {"name": setup["model"], **extra.get("model", {})},

@@ -219,7 +219,7 @@ _ELSEWHERE = {
     "HeldoutError": "mcp_server.evals.kit.heldout",  # the held-out split, embedded in training and eval scripts
     "ShapingError": "mcp_server.evals.kit.shaping",  # row shaping, embedded likewise
     "ResponseParsingError": "mcp_server.train.response_parsing",  # TRL's tool loop: no tunepack parser for a template
-    "VocabMismatch": "mcp_server.train.vocab_check",  # teacher vs student ids, embedded in the distillation script
+    "VocabMismatch": "mcp_server.methods.distill.vocab_check",  # teacher vs student ids, embedded in the distillation script
 }
 
 

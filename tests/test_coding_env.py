@@ -147,7 +147,7 @@ def test_the_agent_loop_runs_a_models_calls_in_its_environment(box):
 def test_rollouts_are_pi_sessions_and_only_the_verified_ones_become_sft_rows(box, tmp_path):
     from mcp_server.evals.kit.agent_loop import tool_schemas
     from mcp_server.evals.kit.rollouts import meta_of, write_rollout
-    from mcp_server.train.env_data import scripted_episode
+    from mcp_server.methods.env.trajectories import scripted_episode
 
     folder = tmp_path / "rollouts"
     written = {}

@@ -13,10 +13,11 @@ import pytest
 from mcp_server.config import TrainConfig, parse_config
 from mcp_server.errors import ConfigError
 from mcp_server.jobs import flavor_info, gpu_memory_gb
-from mcp_server.train import teacher as distill
-from mcp_server.train.memory import model_facts, quote
-from mcp_server.train.render import render_script
-from mcp_server.train.vocab_check import VocabMismatch, compare_encodings, compare_vocabularies, output_widths
+from mcp_server.methods import render_script
+from mcp_server.methods.distill import DISTILL
+from mcp_server.methods.distill import teacher as distill
+from mcp_server.methods.distill.memory import model_facts, quote
+from mcp_server.methods.distill.vocab_check import VocabMismatch, compare_encodings, compare_vocabularies, output_widths
 
 
 def _cfg(tmp_path: Path, **extra) -> dict:
@@ -163,20 +164,19 @@ def test_an_eval_refuses_a_teacher_the_run_did_not_distil_from():
 
 
 def test_an_hf_job_cannot_read_a_local_teacher_and_a_plan_that_cannot_fit_is_refused(tmp_path):
-    from mcp_server.pipeline.run import precheck_distill
 
     folder = tmp_path / "teacher"
     folder.mkdir()
     (folder / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="an HF job cannot read"):
-        precheck_distill(parse_config(_cfg(tmp_path, teacher={"name": str(folder)})), "hf", "a100-large")
+        DISTILL.plan(parse_config(_cfg(tmp_path, teacher={"name": str(folder)})), "hf", "a100-large")
     gemma = _cfg(tmp_path, model={"name": "google/gemma-4-E2B-it"}, teacher={"name": "google/gemma-4-31B-it"},
                  training={"method": "distill", "per_device_train_batch_size": 2, "max_length": 2048})
     with pytest.raises(ConfigError, match="do not fit one GPU of a10g-large"):
-        precheck_distill(parse_config(gemma), "hf", "a10g-large")
-    plan = precheck_distill(parse_config(gemma), "hf", "a100-large")
+        DISTILL.plan(parse_config(gemma), "hf", "a10g-large")
+    plan = DISTILL.plan(parse_config(gemma), "hf", "a100-large")
     assert plan["teacher_4bit"] and plan["memory"]["total_gb"] == 41.0 and plan["mode"] == "off-policy"
-    script = render_script(parse_config(gemma), distill=plan)
+    script = render_script(parse_config(gemma), plan=plan)
     assert "'teacher_4bit': True" in script and "'flavor': 'a100-large'" in script
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from mcp_server.config import parse_config
 from mcp_server.errors import ConfigError
-from mcp_server.train.rewards import format_reward, length_reward, mean_and_stderr
+from mcp_server.methods.grpo.rewards import format_reward, length_reward, mean_and_stderr
 from support.common import run_cli, write_jsonl
 
 
@@ -186,7 +186,7 @@ def _logs(train, clipped=None, flat=None, evals=()):
 
 
 def test_reward_hacking_signs_are_named_and_a_healthy_run_has_none():
-    from mcp_server.train.rewards import hacking_signs
+    from mcp_server.methods.grpo.rewards import hacking_signs
 
     rising = [0.1, 0.1, 0.2, 0.4, 0.6, 0.8]
     gamed = hacking_signs(_logs(rising, evals=[(0, 0.50, 0.03), (6, 0.30, 0.03)]))
@@ -226,7 +226,7 @@ def test_the_generation_path_is_chosen_with_its_reason():
 
 
 def test_grpo_with_vllm_renders_vllm_into_the_script_dependencies(tmp_path):
-    from mcp_server.train.render import render_script
+    from mcp_server.methods import render_script
 
     script = render_script(parse_config(_raw(tmp_path, grpo={"generation": "vllm", "num_generations": 4})))
     header = script.split("# ///", 2)[1]
@@ -308,7 +308,7 @@ def test_reward_files_monitors_and_starting_adapters_are_checked(tmp_path, chang
 
 def test_a_missing_reward_file_or_one_without_reward_is_refused_before_any_job(tmp_path):
     from mcp_server.config import load_config
-    from mcp_server.train.grpo_plan import reward_sources
+    from mcp_server.methods.grpo.plan import reward_sources
 
     raw = _raw(tmp_path, grpo={"rewards": {"length": 1.0, "mine": 0.5}, "reward_files": {"mine": "mine.py"}})
     path = tmp_path / "grpo.yaml"

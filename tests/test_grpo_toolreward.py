@@ -1,5 +1,5 @@
 """The tool_call reward (evals/kit/toolreward.py) on calls each family's own template writes, and the prompt rows
-(train/prompts.py tool_rows, `tunepack grpo-prompts --rows`) it scores against. No model is trained."""
+(methods/grpo/prompts.py tool_rows, `tunepack grpo-prompts --rows`) it scores against. No model is trained."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from test_evals_toolcalls import TEMPLATES, family
 from mcp_server.evals.kit.errors import KitError
 from mcp_server.evals.kit.toolcalls import FAMILIES, Call, parse, render_assistant
 from mcp_server.evals.kit.toolreward import arguments_fit, tool_call_reward
-from mcp_server.train.prompts import tool_rows
+from mcp_server.methods.grpo.prompts import tool_rows
 
 # One stock template per family: hermes (Qwen3), llama3 (Llama 3.2), gemma4 (Gemma 4).
 FAMILY_TEMPLATE = {"hermes": "trl/qwen3", "llama3": "trl/llama3_2", "gemma4": "trl/gemma4"}

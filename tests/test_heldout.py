@@ -111,7 +111,7 @@ def test_rows_read_through_datasets_hash_like_json_rows(tmp_path):
 def test_the_training_script_holds_out_whole_sessions(tmp_path, tiny_model_dir):
     """A real (one-step) run on converted turn rows: the manifest records the held-out sessions."""
     from mcp_server.config import parse_config
-    from mcp_server.train.render import write_script
+    from mcp_server.methods import write_script
 
     rows = turn_rows(tmp_path)
     data = write_jsonl(tmp_path / "turns.jsonl", rows)

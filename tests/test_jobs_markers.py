@@ -46,7 +46,7 @@ def test_every_writer_uses_a_known_kind_and_nobody_else_prints_markers():
 
 def test_the_rendered_scripts_carry_this_very_module():
     from mcp_server.config import load_config
-    from mcp_server.train.render import render_script
+    from mcp_server.methods import render_script
 
     source = (REPO / "mcp_server" / "jobs" / "markers.py").read_text(encoding="utf-8")
     body = source.split("from __future__ import annotations\n", 1)[1]

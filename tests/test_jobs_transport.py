@@ -26,7 +26,7 @@ from mcp_server.jobs.transport import (
     ARG_LIMIT, TOTAL_LIMIT, check_limits, inline_command, measure, script_from_command,
 )
 from mcp_server.resources import chat_templates
-from mcp_server.train.render import render_script
+from mcp_server.methods import render_script
 
 MAX_ARG_STRLEN = 131_072
 ALL_IDS = [f"HumanEval/{i}" for i in range(164)] + [f"mbpp/{i}" for i in range(11, 511)]

@@ -18,7 +18,7 @@ from support.common import short_conversation
 from mcp_server.config import parse_config
 from mcp_server.resources import chat_templates
 from mcp_server.train import maskcheck as mc
-from mcp_server.train.render import write_script
+from mcp_server.methods import write_script
 from mcp_server.train.tiny_model import build_tiny_model
 
 TOLERANCE = 1e-4  # float32 on CPU: the same arithmetic up to summation order

@@ -10,7 +10,7 @@ import pytest
 
 from mcp_server.config import parse_config
 from mcp_server.jobs.pricing import hf_flavors
-from mcp_server.train.render import write_script
+from mcp_server.methods import write_script
 
 
 @pytest.fixture(scope="module")

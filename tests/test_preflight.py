@@ -104,7 +104,7 @@ def test_grpo_on_hf_runs_its_rl_check_on_the_runs_flavor_after_a_human_yes(hub, 
     and runs the mask check on cpu-basic; `tunepack rl-check` is the quoted HF job on the run's own flavor, which
     waits for an approval."""
     from mcp_server.approval import Consent
-    from mcp_server.pipeline.grpo_check import RL_CHECK_TIMEOUT_S
+    from mcp_server.methods.grpo.check import RL_CHECK_TIMEOUT_S
     from mcp_server.pipeline.preflight import rl_check
     from support.common import write_jsonl
 

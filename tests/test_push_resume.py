@@ -12,7 +12,7 @@ import pytest
 
 from mcp_server.config import parse_config
 from mcp_server.jobs.markers import parse
-from mcp_server.train.render import write_script
+from mcp_server.methods import write_script
 
 pytestmark = pytest.mark.slow
 

@@ -10,6 +10,7 @@ import tomllib
 import pytest
 
 from mcp_server.config import parse_config
+from mcp_server import methods
 from mcp_server.train import render
 
 PEP723 = re.compile(r"(?m)^# /// (?P<type>[a-zA-Z0-9-]+)$\s(?P<content>(^#(| .*)$\s)+)^# ///$")
@@ -43,7 +44,7 @@ def test_pins_are_public_exact_and_match_the_tested_packages():
 
 def test_header_body_and_embedded_parts(tiny_model_dir, short_data):
     cfg = config(tiny_model_dir, short_data)
-    text = render.render_script(cfg)
+    text = methods.render_script(cfg)
     meta = pep723(text)
     assert meta["requires-python"] == ">=3.11"
     assert meta["dependencies"] == render.pins()
@@ -64,7 +65,7 @@ def test_config_hash_is_stable_and_sensitive(tiny_model_dir, short_data):
 
 
 def test_write_script_and_check_only_runs(tmp_path, tiny_model_dir, short_data):
-    out = render.write_script(config(tiny_model_dir, short_data), tmp_path / "train.py")
+    out = methods.write_script(config(tiny_model_dir, short_data), tmp_path / "train.py")
     assert not list(tmp_path.glob(".train-*"))  # no temp file left behind
     done = subprocess.run([sys.executable, str(out), "--check-only"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -78,7 +79,7 @@ def test_write_script_and_check_only_runs(tmp_path, tiny_model_dir, short_data):
 ])
 def test_script_reports_bad_template_as_one_error_line(tmp_path, tiny_model_dir, short_data, overrides, needle):
     cfg = config(tiny_model_dir, short_data).model_copy(update=overrides)
-    out = render.write_script(cfg, tmp_path / "train.py")
+    out = methods.write_script(cfg, tmp_path / "train.py")
     done = subprocess.run([sys.executable, str(out), "--check-only"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 3
     errors = [json.loads(l[15:]) for l in done.stdout.splitlines() if l.startswith("TUNEPACK_ERROR ")]

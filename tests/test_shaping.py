@@ -26,7 +26,8 @@ from mcp_server.resources import chat_templates
 from mcp_server.traces.templates import flatten_tools, shape
 from mcp_server.train import maskcheck as mc
 from mcp_server.train.chat_templates import trl_templates
-from mcp_server.train.render import EMBEDDED, render_script
+from mcp_server.methods import render_script
+from mcp_server.train.render import EMBEDDED
 from mcp_server.train.tiny_model import build_tiny_model
 
 OURS = chat_templates()

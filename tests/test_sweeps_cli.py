@@ -11,11 +11,13 @@ def test_plan_table_and_json():
     out = run_cli("sweep", "plan", "examples/sweep.yaml", timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("sweep demo-lr-rank: 4 runs on local, at most 2 at once; canary r02 (2 clean steps)")
+    assert lines[0].startswith("sweep demo-lr-rank of tiny:qwen3 (sft): 4 runs on local, at most 2 at once; canary r02 "
+                               "(2 clean steps)")
     assert "| r02 | training.learning_rate=0.003, lora.r=16 | local | 1 |" in out.stdout and "canary |" in out.stdout
     assert lines[-1].startswith("total: up to $0.00") and lines[-1].endswith("within budget")
     data = json.loads(run_cli("sweep", "plan", "examples/sweep.yaml", "--json", timeout=120).stdout)
     assert data["total_runs"] == 4 and data["runs"][0]["changes"] == {"training.learning_rate": 0.003, "lora.r": 8}
+    assert (data["model"], data["method"]) == ("tiny:qwen3", "sft")
 
 
 def test_errors_are_one_line(tmp_path):

@@ -21,7 +21,7 @@ from mcp_server.registry import LocalRegistry, read_manifest
 from mcp_server.tracking import TrackioStore
 from mcp_server.train.distributed import (TRL_CONFIG, accelerate_config, check_placement, launch_command, launch_plan,
                                           trl_accelerate_configs)
-from mcp_server.train.render import render_script, write_script
+from mcp_server.methods import render_script, write_script
 from support.sweeps import tiny_base, unique
 
 

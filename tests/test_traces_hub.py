@@ -66,7 +66,7 @@ def test_bad_references_say_what_to_do(hub, sessions_repo, tmp_path):
 
 def test_a_config_with_hub_sessions_converts_and_records_the_source(hub, sessions_repo, tmp_path):
     from mcp_server.config import load_config
-    from mcp_server.train.render import render_script
+    from mcp_server.methods import render_script
     from mcp_server.traces.spine import training_config
 
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump({

@@ -13,7 +13,7 @@ from support.common import short_conversation
 from mcp_server.config import parse_config
 from mcp_server.tracking import TrackioStore
 from mcp_server.train import maskcheck as mc
-from mcp_server.train.render import write_script
+from mcp_server.methods import write_script
 
 pytestmark = pytest.mark.slow
 

@@ -163,7 +163,7 @@ def test_the_mask_check_catches_a_window_that_would_train_its_context(replica):
 @pytest.mark.slow
 def test_a_run_on_long_conversations_trains_windows(tmp_path, tiny_model_dir):
     from mcp_server.config import parse_config
-    from mcp_server.train.render import write_script
+    from mcp_server.methods import write_script
 
     data = write_jsonl(tmp_path / "long.jsonl", [{"messages": session(6, result_size=6)} for _ in range(4)])
     cfg = parse_config({"model": {"name": str(tiny_model_dir)}, "data": {"path": str(data)},

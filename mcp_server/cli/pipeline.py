@@ -145,10 +145,9 @@ def cmd_validate(args) -> None:
 
 def cmd_render(args) -> None:
     from ..config import load_config
-    from ..pipeline import precheck_data
-    from ..pipeline.run import precheck_distill
+    from ..methods import method_of, write_script
+    from ..pipeline.run import check_rows
     from ..traces.spine import training_config_or_pending
-    from ..train.render import write_script
     from ..train.tiny_model import ensure_tiny_model
 
     # data.format traces: the script reads converted rows (sessions on an unreachable Hub: converted at run time)
@@ -157,28 +156,14 @@ def cmd_render(args) -> None:
         print(f"tunepack: note: {pending}", file=sys.stderr)
     model_path = None
     if cfg.model.is_tiny:
-        precheck_data(cfg)
+        check_rows(cfg)
         model_path = ensure_tiny_model(cfg)
-    plan = precheck_distill(cfg, "hf" if args.flavor else "local", args.flavor)
-    grpo_plan = _grpo_flavor_plan(cfg, args.flavor)  # refused before any file is written
-    out = write_script(cfg, args.output, model_path=model_path, run_name=args.run_name, distill=plan)
+    method = method_of(cfg)
+    plan = method.plan(cfg, "hf" if args.flavor else "local", args.flavor)  # refused before any file is written
+    out = write_script(cfg, args.output, model_path=model_path, run_name=args.run_name, plan=plan)
     if plan is not None:
-        print(json.dumps({"distill_plan": plan}, indent=2))
-    if grpo_plan is not None:
-        print(json.dumps({"grpo_plan": grpo_plan}, indent=2))
+        print(json.dumps({method.plan_key: plan}, indent=2))
     print(f"wrote {out} — run it with: python {out}  (or: uv run {out})")
-
-
-def _grpo_flavor_plan(cfg, flavor: str | None) -> dict | None:
-    if cfg.training.method != "grpo" or not flavor:
-        return None
-    from ..errors import ConfigError
-    from ..pipeline.grpo_check import flavor_plan
-
-    plan = flavor_plan(cfg, "hf", flavor)
-    if plan["generation"]["error"]:
-        raise ConfigError(*plan["generation"]["error"])
-    return plan
 
 
 def cmd_run_remote(args) -> None:
@@ -284,8 +269,8 @@ def _print_eval(summary: dict) -> None:
 
 def cmd_env_trajectories(args) -> None:
     from ..errors import DataError
+    from ..methods.env.trajectories import trajectory_rows
     from ..train.data import read_local_rows
-    from ..train.env_data import trajectory_rows
 
     if not Path(args.rows).is_file():
         raise DataError(f"{args.rows} is not a file.", "point at prompt rows, e.g. from `tunepack grpo-prompts --mbpp`.")
@@ -299,7 +284,7 @@ def cmd_env_trajectories(args) -> None:
 
 
 def cmd_grpo_prompts(args) -> None:
-    from ..train.prompts import ceiling, leaks, mbpp_rows
+    from ..methods.grpo.prompts import ceiling, leaks, mbpp_rows
 
     if args.rows:
         _tool_prompts(args)
@@ -317,8 +302,8 @@ def cmd_grpo_prompts(args) -> None:
 def _tool_prompts(args) -> None:
     """grpo-prompts --rows: one prompt row per assistant turn of the trace rows, for the tool_call reward."""
     from ..errors import DataError
+    from ..methods.grpo.prompts import tool_rows
     from ..train.data import read_local_rows
-    from ..train.prompts import tool_rows
 
     if not Path(args.rows).is_file():
         raise DataError(f"{args.rows} is not a file.", "point --rows at the jsonl `tunepack traces convert` wrote.")

@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .section import Section
 
-REWARDS = ("tests", "tests_all", "format", "length", "tool_call")  # grpo's built-ins (train/rewards.py, the kit)
+REWARDS = ("tests", "tests_all", "format", "length", "tool_call")  # grpo's built-ins (methods/grpo/rewards.py, the kit)
 REWARD_NAME = re.compile(r"^[a-z][a-z0-9_]{0,39}$")
 
 
@@ -170,3 +170,81 @@ class GrpoSection(Section):
             raise ValueError(f"grpo.reward_files {', '.join(unused)} is neither trained (grpo.rewards) nor logged "
                              "(grpo.monitor): name it in one of them, or remove it")
         return self
+
+
+# ---------------------------------------------------------------------------------------------
+# Each method's rules over the whole config (TrainConfig._method runs the ones of its training.method)
+# ---------------------------------------------------------------------------------------------
+
+def _no_teacher(cfg) -> None:
+    if cfg.teacher is not None:
+        raise ValueError(f"a teacher is set but training.method is {cfg.training.method}: set training.method: "
+                         "distill (or remove the teacher section)")
+    if cfg.distill != DistillSection():
+        raise ValueError("the distill section applies only to training.method: distill; set it (or remove the "
+                         "section)")
+
+
+def _no_grpo(cfg) -> None:
+    if cfg.environment is not None:
+        raise ValueError(f"environment: {cfg.environment.name} trains with GRPO; set training.method: grpo "
+                         "(or remove the environment section)")
+    if cfg.grpo != GrpoSection():
+        raise ValueError("the grpo section applies only to training.method: grpo; set it (or remove the section)")
+    if cfg.data.format == "prompts":
+        raise ValueError("data.format prompts (prompt-only rows) trains only with training.method: grpo")
+
+
+def _distill(cfg) -> None:
+    if cfg.teacher is None:
+        raise ValueError("training.method is distill but there is no teacher: add teacher: {name: <Hub id or "
+                         "local folder>} (a larger model of the student's family, with the same tokenizer)")
+    if cfg.training.packing is True:
+        raise ValueError("training.packing: true does not apply to distillation: teacher and student score "
+                         "padded batches; set training.packing: auto or false")
+    if cfg.distributed.processes > 1:
+        raise ValueError("distillation runs in one process for now (teacher and student on one device); set "
+                         "distributed.processes: 1 and pick a flavor whose GPU holds both (the preflight quotes "
+                         "the memory)")
+    if cfg.teacher.name == cfg.model.name and cfg.teacher.revision == cfg.model.revision:
+        raise ValueError(f"the teacher is the student itself ({cfg.model.name}): distil from a larger model "
+                         "of the family, or an SFT adapter trained on it")
+    if cfg.model.adapter:
+        raise ValueError(f"model.adapter ({cfg.model.adapter}) starts a run from a registered adapter, which "
+                         "SFT and GRPO do (distillation trains a new student adapter for now); remove "
+                         "model.adapter, or train it further with training.method sft or grpo")
+
+
+def _grpo(cfg) -> None:
+    grpo, training = cfg.grpo, cfg.training
+    if cfg.data.format not in ("prompts", "auto"):
+        raise ValueError(f"training.method grpo needs prompt-only rows (data.format: prompts), not "
+                         f"'{cfg.data.format}'")
+    cfg.data.format = "prompts"
+    generated = training.per_device_train_batch_size * training.gradient_accumulation_steps
+    if generated % grpo.num_generations:
+        raise ValueError(f"training.per_device_train_batch_size x gradient_accumulation_steps = {generated} "
+                         f"completions per step is not a multiple of grpo.num_generations {grpo.num_generations}"
+                         f"; e.g. batch {grpo.num_generations} (one prompt per step) or "
+                         f"{2 * grpo.num_generations} (two)")
+    if cfg.distributed.processes > 1:
+        raise ValueError("GRPO runs in one process for now; set distributed.processes: 1")
+    if cfg.environment is not None:
+        if "rewards" not in grpo.model_fields_set:
+            grpo.rewards = {}  # the environment owns the reward
+        if grpo.rewards or grpo.reward_files or grpo.monitor not in ("auto", []):
+            raise ValueError(f"environment: {cfg.environment.name} owns the reward (the hidden tests, with its "
+                             "penalties); grpo.rewards, grpo.reward_files and grpo.monitor do not apply beside "
+                             "it yet: remove them")
+    if not grpo.rewards and cfg.environment is None:
+        raise ValueError("no reward: name at least one in grpo.rewards (e.g. {format: 1.0}), or train inside an "
+                         "environment (environment: coding)")
+
+
+METHOD_RULES = {"sft": (_no_teacher, _no_grpo), "distill": (_distill, _no_grpo), "grpo": (_no_teacher, _grpo)}
+# what a run's default name says of its method (the registry name adds the method itself)
+RUN_SUFFIX = {
+    "sft": lambda cfg: "",
+    "distill": lambda cfg: f"-kd-l{cfg.distill.lmbda:g}-b{cfg.distill.beta:g}",
+    "grpo": lambda cfg: f"-grpo-g{cfg.grpo.num_generations}" + (f"-{cfg.environment.name}" if cfg.environment else ""),
+}

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .eval_section import NEXT_ACTION, EvalSection
-from .methods import DistillSection, EnvironmentSection, GrpoSection, TeacherSection
+from .methods import METHOD_RULES, RUN_SUFFIX, DistillSection, EnvironmentSection, GrpoSection, TeacherSection
 from .section import Section, untitled  # noqa: F401  (untitled: re-exported for the traces models)
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -356,69 +356,10 @@ class TrainConfig(Section):
         return {"name": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _distillation(self) -> "TrainConfig":
-        distilling = self.training.method == "distill"
-        if distilling and self.teacher is None:
-            raise ValueError("training.method is distill but there is no teacher: add teacher: {name: <Hub id or "
-                             "local folder>} (a larger model of the student's family, with the same tokenizer)")
-        if self.teacher is not None and not distilling:
-            raise ValueError("a teacher is set but training.method is sft: set training.method: distill (or remove "
-                             "the teacher section)")
-        if self.distill != DistillSection() and not distilling:
-            raise ValueError("the distill section applies only to training.method: distill; set it (or remove the "
-                             "section)")
-        if distilling and self.training.packing is True:
-            raise ValueError("training.packing: true does not apply to distillation: teacher and student score "
-                             "padded batches; set training.packing: auto or false")
-        if distilling and self.distributed.processes > 1:
-            raise ValueError("distillation runs in one process for now (teacher and student on one device); set "
-                             "distributed.processes: 1 and pick a flavor whose GPU holds both (the preflight quotes "
-                             "the memory)")
-        if distilling and self.teacher is not None and self.teacher.name == self.model.name \
-                and self.teacher.revision == self.model.revision:
-            raise ValueError(f"the teacher is the student itself ({self.model.name}): distil from a larger model "
-                             "of the family, or an SFT adapter trained on it")
-        return self
-
-    @model_validator(mode="after")
-    def _grpo(self) -> "TrainConfig":
-        grpo, training = self.grpo, self.training
-        if training.method != "grpo":
-            if self.environment is not None:
-                raise ValueError(f"environment: {self.environment.name} trains with GRPO; set training.method: grpo "
-                                 "(or remove the environment section)")
-            if self.model.adapter and training.method == "distill":
-                raise ValueError(f"model.adapter ({self.model.adapter}) starts a run from a registered adapter, which "
-                                 "SFT and GRPO do (distillation trains a new student adapter for now); remove "
-                                 "model.adapter, or train it further with training.method sft or grpo")
-            if grpo != GrpoSection():
-                raise ValueError("the grpo section applies only to training.method: grpo; set it (or remove the "
-                                 "section)")
-            if self.data.format == "prompts":
-                raise ValueError("data.format prompts (prompt-only rows) trains only with training.method: grpo")
-            return self
-        if self.data.format not in ("prompts", "auto"):
-            raise ValueError(f"training.method grpo needs prompt-only rows (data.format: prompts), not "
-                             f"'{self.data.format}'")
-        self.data.format = "prompts"
-        generated = training.per_device_train_batch_size * training.gradient_accumulation_steps
-        if generated % grpo.num_generations:
-            raise ValueError(f"training.per_device_train_batch_size x gradient_accumulation_steps = {generated} "
-                             f"completions per step is not a multiple of grpo.num_generations {grpo.num_generations}"
-                             f"; e.g. batch {grpo.num_generations} (one prompt per step) or "
-                             f"{2 * grpo.num_generations} (two)")
-        if self.distributed.processes > 1:
-            raise ValueError("GRPO runs in one process for now; set distributed.processes: 1")
-        if self.environment is not None:
-            if "rewards" not in grpo.model_fields_set:
-                grpo.rewards = {}  # the environment owns the reward
-            if grpo.rewards or grpo.reward_files or grpo.monitor not in ("auto", []):
-                raise ValueError(f"environment: {self.environment.name} owns the reward (the hidden tests, with its "
-                                 "penalties); grpo.rewards, grpo.reward_files and grpo.monitor do not apply beside "
-                                 "it yet: remove them")
-        if not grpo.rewards and self.environment is None:
-            raise ValueError("no reward: name at least one in grpo.rewards (e.g. {format: 1.0}), or train inside an "
-                             "environment (environment: coding)")
+    def _method(self) -> "TrainConfig":
+        """The method's own rules (config/methods.py: which sections and combinations each method takes)."""
+        for rule in METHOD_RULES[self.training.method]:
+            rule(self)
         return self
 
     @model_validator(mode="after")
@@ -451,12 +392,7 @@ class TrainConfig(Section):
         if self.tracking.run_name:
             return self.tracking.run_name
         base = self.model.name.rstrip("/").split("/")[-1].replace(":", "-")
-        name = f"{base}-r{self.lora.r}-lr{self.training.learning_rate:g}"
-        if self.training.method == "distill":
-            name += f"-kd-l{self.distill.lmbda:g}-b{self.distill.beta:g}"
-        elif self.training.method == "grpo":
-            name += f"-grpo-g{self.grpo.num_generations}" + (f"-{self.environment.name}" if self.environment else "")
-        return name
+        return f"{base}-r{self.lora.r}-lr{self.training.learning_rate:g}" + RUN_SUFFIX[self.training.method](self)
 
     @property
     def registry_name(self) -> str:

@@ -63,8 +63,8 @@ def _cell(row: dict, label: str) -> str:
 def _label(manifest: dict) -> str:
     method = manifest.get("method", "sft")
     environment = (manifest.get("config") or {}).get("environment")
-    if method == "sft" and ((manifest.get("traces") or {}).get("verified")):
-        return "sft (verified rollouts)"
+    if (manifest.get("traces") or {}).get("verified"):  # trained on a GRPO run's verified rollouts
+        return f"{method} (verified rollouts)"
     return f"{method} ({environment['name']})" if environment else method
 
 

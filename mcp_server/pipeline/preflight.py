@@ -18,12 +18,13 @@ from ..config import TrainConfig, load_config
 from ..errors import ConfigError, TunepackError
 from ..home import home_dir, trackio_dir
 from ..jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
+from ..methods import method_of, write_script
+from ..methods.grpo.check import RL_CHECK_TIMEOUT_S
 from ..traces.spine import training_config
-from ..train.render import config_hash, run_name_for, write_script
+from ..train.render import config_hash, run_name_for
 from ..train.tiny_model import tiny_model_path
-from .grpo_check import RL_CHECK_TIMEOUT_S, grpo_preflight
 from .records import Check, PreflightPlan, SmokePlan
-from .run import precheck_data, precheck_distill
+from .run import check_rows
 
 SMOKE_STEPS = 3
 
@@ -50,18 +51,14 @@ def smoke_family(cfg: TrainConfig) -> str:
 
 def smoke_config(cfg: TrainConfig) -> TrainConfig:
     """The same data through the tiny replica of the model's family for a few steps: the training path
-    (architecture class, chat template, LoRA targets), not the model's weights. GRPO keeps its method (a group
-    of one prompt per step, short completions, no held-out curve: the real check ran the signal); distillation
-    smokes the student's SFT path."""
-    grpo = cfg.training.method == "grpo"
+    (architecture class, chat template, LoRA targets), not the model's weights; the method says how its smoke run
+    differs (``Method.smoke``: GRPO keeps its method, distillation smokes the student's SFT path)."""
+    own = method_of(cfg).smoke(cfg)
     data = cfg.data.model_copy(update={"eval_fraction": None, "eval_split": None, "allow_truncation": True})
-    training = cfg.training.model_copy(update={"method": "grpo" if grpo else "sft",
+    training = cfg.training.model_copy(update={
         "max_steps": SMOKE_STEPS, "logging_steps": 1, "eval_steps": None, "save_steps": None,
-        "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False,
-        **({"per_device_train_batch_size": cfg.grpo.num_generations, "gradient_accumulation_steps": 1} if grpo else {})})
-    grpo_section = cfg.grpo.model_copy(update={
-        "heldout_path": None, "signal_check": False, "ceiling_check": False, "stop_on_hacking": False,
-        "max_completion_length": min(cfg.grpo.max_completion_length, 32)}) if grpo else type(cfg.grpo)()
+        "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False, **own["training"]})
+    grpo_section = own["grpo"]
     return cfg.model_copy(update={
         "model": cfg.model.model_copy(update={"name": f"tiny:{smoke_family(cfg)}", "revision": None, "adapter": None}),
         "grpo": grpo_section,
@@ -137,13 +134,12 @@ def _load_checked(config_path: str | Path, checks: list[Check]) -> TrainConfig |
     checks.append(Check(name="config", status="pass", detail=f"valid; run name base '{cfg.run_name}'"))
     try:
         cfg = training_config(cfg)  # data.format traces: every check below sees the converted chat rows
-        rows = precheck_data(cfg)
+        rows = check_rows(cfg)
     except TunepackError as exc:
         checks.append(_fail("data", exc))
         return None
     checks.append(Check(name="data", status="pass" if rows else "pending",
-                        detail=(f"{rows} prompt rows (GRPO: the completions are the model's)"
-                                if cfg.data.format == "prompts" else f"{rows} rows, each with an assistant turn") if rows else
+                        detail=method_of(cfg).rows_line(rows) if rows else
                         f"Hub dataset {cfg.data.hub_id}: read and checked inside the job"))
     checks.append(_model_check(cfg))
     return cfg
@@ -161,25 +157,6 @@ def _quote(backend: str, flavor: str | None, timeout_s: int | None, checks: list
     return cost
 
 
-def _distill_check(cfg: TrainConfig, backend: str, flavor: str | None, checks: list[Check]) -> dict | None:
-    """Distillation before spending: the mode the family can run, the two tokenizers, the memory on the flavor."""
-    try:
-        plan = precheck_distill(cfg, backend, flavor)
-    except TunepackError as exc:
-        checks.append(_fail("distillation", exc))
-        return None
-    if plan is None:
-        return None
-    memory = plan["memory"]
-    fits = "" if memory["fits"] is None else f" of {memory['gpu_gb']:g} GB ({'fits' if memory['fits'] else 'does not fit'})"
-    checks.append(Check(name="distillation", status="pass", detail=(
-        f"{plan['mode']}, {plan['divergence']}; teacher {plan['teacher']['base']} in {memory['teacher']['weights']}; "
-        f"memory: teacher {memory['teacher']['gb']} + student {memory['student']['gb']} + logits {memory['logits_gb']} "
-        f"= {memory['total_gb']} GB{fits}; tokenizers: {plan['tokenizers']['status']} "
-        f"({plan['tokenizers']['detail']}); the smoke run trains the student's path (SFT on its replica)")))
-    return plan
-
-
 def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     """Render the mask check (and, for local data, the smoke run on the family's replica) and start them as
     one local job."""
@@ -187,8 +164,8 @@ def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     run_dir = home_dir("runs", run_name)
     check_script = write_script(cfg, run_dir / "check.py", run_name=run_name,
                                 model_path=str(tiny_model_path(cfg)) if cfg.model.is_tiny else None)
-    grpo = cfg.training.method == "grpo"
-    plan = PreflightPlan(check_script=str(check_script), config=cfg, check_args=["--rl-check" if grpo else "--check-only"])
+    method = method_of(cfg)
+    plan = PreflightPlan(check_script=str(check_script), config=cfg, check_args=list(method.check_args))
     if cfg.data.path:
         small = smoke_config(cfg)
         smoke_script = write_script(small, run_dir / "smoke.py", run_name=f"smoke-{run_name}",
@@ -201,10 +178,8 @@ def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     job = get_backend("local").submit(JobSpec(
         module="mcp_server.pipeline.preflight_job", args=[str(run_dir)], name=run_name, env={"TRACKIO_DIR": str(trackio_dir())},
         labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight", "config_hash": config_hash(cfg)}))
-    first = ("the RL check with the real model (ceiling, sizing, the starting model's groups: TUNEPACK_RLCHECK)"
-             if grpo else "mask check with the real tokenizer")
     checks.append(Check(name="mask_and_smoke", status="pending",
-                        detail=f"job {job.id}: {first}, then {SMOKE_STEPS} smoke steps"))
+                        detail=f"job {job.id}: {method.check_label}, then {SMOKE_STEPS} smoke steps"))
     return job
 
 
@@ -271,10 +246,11 @@ def rl_check(config_path: str | Path, *, flavor: str | None = None, consent: Con
     cfg = _load_checked(config_path, checks)
     if cfg is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
-    if cfg.training.method != "grpo":
+    method = method_of(cfg)
+    if not method.rl:
         raise ConfigError(f"rl-check is GRPO's check, and {config_path} trains with {cfg.training.method}.",
                           "run `tunepack preflight CONFIG` for SFT and distillation.")
-    grpo = grpo_preflight(cfg, "hf", flavor, checks)
+    grpo = method.preflight(cfg, "hf", flavor, checks)
     if any(c.status == "fail" for c in checks):
         return PreflightReport(ok=False, checks=checks, grpo=grpo, next_step=RETRY)
     job, waiting = _start_remote_check(cfg, checks, flavor, consent, rl=True)
@@ -298,9 +274,9 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     cost = _quote(backend, flavor, timeout_s, checks) if cfg else None
     if cfg is None or cost is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
-    distill = _distill_check(cfg, backend, flavor, checks)
-    grpo = grpo_preflight(cfg, backend, flavor, checks)
-    done = {"cost": cost, "distill": distill, "grpo": grpo}
+    method = method_of(cfg)
+    own = method.preflight(cfg, backend, flavor, checks)  # distillation's plan, GRPO's RL preflight
+    done = {"cost": cost, **({method.report_key: own} if method.report_key else {})}
     if any(c.status == "fail" for c in checks):
         return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
@@ -318,7 +294,7 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     wait = f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail"
     if remote is not None:
         wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a TUNEPACK_MASK line is a pass"
-    if cfg.training.method == "grpo" and backend == "hf":
+    if method.rl and backend == "hf":
         rl_cost = estimate("hf", flavor or cfg.job.flavor or "a10g-small", RL_CHECK_TIMEOUT_S)
         checks.append(Check(name="remote_rl_check", status="pending", detail=(
             f"the starting model's groups need the real model on {rl_cost.flavor}: `tunepack rl-check CONFIG "

@@ -25,10 +25,10 @@ from ..config import TrainConfig, load_config
 from ..errors import DataError, JobError
 from ..home import home_dir, trackio_dir
 from ..jobs import JobBackend, JobInfo, JobSpec, estimate, failure_error, get_backend, markers
+from ..methods import method_of, write_script
 from ..traces.spine import training_config, training_config_or_pending
 from ..train.data import read_local_rows
-from ..train.maskcheck import MaskCheckError, detect_format, rows_without_assistant
-from ..train.render import config_hash, run_name_for, write_script
+from ..train.render import config_hash, run_name_for
 from ..train.tiny_model import tiny_model_path
 from .records import RunRecord
 
@@ -69,75 +69,21 @@ class StartedRun(BaseModel):
 # --- data pre-check (light: json + DuckDB, no torch) ----------------------------------------------
 
 def precheck_data(cfg: TrainConfig) -> int:
-    """Fail before any job starts on empty data or rows with no assistant turn. Returns the row count."""
-    cfg = training_config(cfg)  # raw agent sessions (data.format: traces) are checked as the rows they become
+    """Fail before any job starts on empty data or rows with no assistant turn. Returns the row count. Raw agent
+    sessions (data.format: traces) are checked as the rows they become."""
+    return check_rows(training_config(cfg))
+
+
+def check_rows(cfg: TrainConfig) -> int:
+    """``precheck_data`` of a config whose sessions are already converted (``training_config``)."""
     if not cfg.data.path:
         return 0  # Hub data: the script checks it where it is loaded
     rows = [row for path in cfg.data.path for row in read_local_rows(path)]
     if not rows:
         raise DataError(f"The dataset {', '.join(cfg.data.path)} has no rows.",
                         "add training rows (one JSON object per line) or point data.path at the right file.")
-    if cfg.data.format == "prompts":  # GRPO: prompt-only rows; the completions are the model's
-        from ..train.grpo_plan import check_prompt_rows
-
-        check_prompt_rows(cfg, rows)
-        return len(rows)
-    try:
-        fmt = cfg.data.format if cfg.data.format != "auto" else detect_format(rows[0].keys(), cfg.data.messages_column)
-        missing = rows_without_assistant(rows, fmt, cfg.data.messages_column, cfg.data.tools_column)
-    except MaskCheckError as exc:
-        raise DataError(exc.problem, exc.fix) from None
-    if missing:
-        shown = ", ".join(map(str, missing[:20])) + (" …" if len(missing) > 20 else "")
-        raise DataError(
-            f"{len(missing)} of {len(rows)} rows have no assistant turn to train on (row indices: {shown}).",
-            "drop those rows or give each an assistant message with content or tool_calls.",
-        )
+    method_of(cfg).check_rows(cfg, rows)  # chat rows need an assistant turn; GRPO's prompt rows their own checks
     return len(rows)
-
-
-def precheck_distill(cfg: TrainConfig, backend: str = "local", flavor: str | None = None) -> dict | None:
-    """Distillation's checks before a job starts (train/teacher.py): the mode the family can run, the two tokenizers
-    on the run's rendered rows (here when both are at hand, else in the job before any weights load), and the
-    memory plan on the flavor's GPU (refused when teacher + student cannot fit, even with a 4-bit teacher).
-    Returns the plan the script embeds; None for SFT."""
-    if cfg.training.method != "distill":
-        return None
-    from ..errors import ConfigError
-    from ..jobs import flavor_info, gpu_memory_gb
-    from ..train import teacher as distill
-
-    distill.check_mode(cfg)
-    if backend != "local" and cfg.teacher is not None and Path(cfg.teacher.name).exists():
-        raise ConfigError(f"teacher.name {cfg.teacher.name} is a folder on this machine, which an HF job cannot read.",
-                          "push the teacher (or its adapter) to the Hub and set teacher.name to its repo id "
-                          "(`tunepack registry push NAME --repo NS/NAME`), or run with the local backend.")
-    rows_cfg, pending = training_config_or_pending(cfg)  # sessions on an unreachable Hub: converted in the job
-    rows = [] if pending else [row for path in rows_cfg.data.path for row in read_local_rows(path)]
-    tokenizers = distill.check_tokenizers(rows_cfg, rows[:distill.TOKENIZER_ROWS], _student_path(rows_cfg)) \
-        if rows else {"status": "deferred", "detail": "Hub data: the job's script compares the tokenizers on its rows"}
-    hardware = flavor_info(backend, flavor)
-    plan = distill.distill_plan(cfg, gpu_gb=gpu_memory_gb(hardware), cuda=bool(hardware.accelerator), flavor=flavor)
-    plan["tokenizers"] = tokenizers
-    if plan["memory"]["fits"] is False:
-        raise ConfigError(f"Teacher and student do not fit one GPU of {flavor}: {plan['memory']['advice']}.",
-                          "follow the advice above, then run again (`tunepack preflight CONFIG --flavor F` quotes "
-                          "each flavor's memory).")
-    return plan
-
-
-def _student_path(cfg: TrainConfig) -> str | None:
-    """The student's tokenizer folder: the tiny replica (built here when torch is installed, as the job would)."""
-    import importlib.util
-
-    if not cfg.model.is_tiny:
-        return None
-    path = tiny_model_path(cfg)
-    if not (path / "config.json").is_file() and importlib.util.find_spec("torch") is not None:
-        from ..train.tiny_model import ensure_tiny_model
-
-        ensure_tiny_model(training_config(cfg))
-    return str(path) if (path / "config.json").is_file() else None
 
 
 # --- start, finish, run ---------------------------------------------------------------------------
@@ -148,7 +94,7 @@ def data_size(cfg: TrainConfig) -> tuple[int, float]:
     cfg, pending = training_config_or_pending(cfg)
     if pending:  # windows of long sessions fill each run's max_length (estimates take min(avg, max_length))
         return 0, float("inf")
-    rows = precheck_data(cfg)
+    rows = check_rows(cfg)
     size = sum(Path(p).stat().st_size for p in cfg.data.path)
     return rows, (size / rows / 4 if rows else 512.0)
 
@@ -174,7 +120,7 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | st
     cfg = load_config(config) if not isinstance(config, TrainConfig) else config
     name = backend if isinstance(backend, str) else backend.name if backend else "local"
     size = data_size(cfg)  # the data is read and checked once per start
-    plan = precheck_distill(cfg, name, flavor)  # distillation: mode, tokenizers, memory, before the gate
+    plan = method_of(cfg).plan(cfg, name, flavor)  # distillation: mode, tokenizers, memory; GRPO: the GPU plan
     if name != "local":
         from .remote import check_remote
 
@@ -187,7 +133,7 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | st
     def submit() -> JobInfo:
         opened = get_backend(name) if backend is None or isinstance(backend, str) else backend
         submitted.append(_submit(cfg, opened, timeout_s=timeout_s, flavor=flavor, extra_labels=extra_labels,
-                                 distill=plan))
+                                 method_plan=plan))
         return submitted[0].job
 
     outcome = spend("pipeline_run", arguments, estimate(name, flavor, timeout_s), cfg.tracking.project,
@@ -204,7 +150,7 @@ class _Submitted(NamedTuple):
 
 
 def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, flavor: str | None,
-            extra_labels: dict[str, str] | None, distill: dict | None = None) -> _Submitted:
+            extra_labels: dict[str, str] | None, method_plan: dict | None = None) -> _Submitted:
     """Render into a fresh run folder and submit (the gate has passed)."""
     run_name, run_dir = _claim_run_dir(cfg)
     cfg = training_config(cfg, run_dir / "data")  # data.format traces: sessions → chat rows in the run folder
@@ -215,7 +161,7 @@ def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, fla
 
         plan = prepare_remote(cfg)
         script = write_script(plan.config, run_dir / "train.py", run_name=run_name, push=plan.push,
-                              mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket, distill=distill)
+                              mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket, plan=method_plan)
         secrets = ["HF_TOKEN", *(["TRACKIO_WRITE_TOKEN"] if cfg.tracking.server_url else [])]
         spec = JobSpec(script=str(script), name=run_name, timeout_s=timeout_s, flavor=flavor, secrets=secrets,
                        labels={**labels, "output_repo": plan.push["repo_id"]}, volumes=plan.cache.mounts,
@@ -227,7 +173,7 @@ def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, fla
     output_dir = Path(adapter_dir) if adapter_dir else run_dir / "adapter"
     if default_output:
         shutil.rmtree(output_dir, ignore_errors=True)  # a reused run name starts from a clean folder
-    script = write_script(cfg, run_dir / "train.py", model_path=model_path, run_name=run_name, distill=distill)
+    script = write_script(cfg, run_dir / "train.py", model_path=model_path, run_name=run_name, plan=method_plan)
     tdir = trackio_dir()
     RunRecord(config=cfg, run_name=run_name, script=str(script), output_dir=str(output_dir),
               default_output=default_output, registry_name=cfg.registry_name, trackio_dir=str(tdir),

@@ -14,8 +14,9 @@ from ..approval import Decision, Spend
 from ..config import TrainConfig, load_config
 from ..errors import ConfigError, TunepackError
 from ..jobs import CostEstimate, JobInfo, estimate
+from ..methods import write_script
 from ..pipeline import PreflightReport, preflight, start_pipeline
-from ..train.render import config_hash, pins, run_name_for, write_script
+from ..train.render import config_hash, pins, run_name_for
 from ..train.tiny_model import tiny_model_path
 from .common import (
     Approval,

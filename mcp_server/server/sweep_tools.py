@@ -74,7 +74,7 @@ def ask_to_sweep(ctx: Context, planned: Annotated[Built, Resolve(build)]):
     plan = planned.built[0]
     if not plan.needs_approval or not plan.within_budget:
         return None
-    return Elicit(f"tunepack wants to start sweep '{plan.name}': {plan.total_runs} jobs on {plan.backend}/"
+    return Elicit(f"tunepack wants to start sweep '{plan.name}' of {plan.model}: {plan.total_runs} jobs on {plan.backend}/"
                   f"{plan.flavor} (at most {plan.max_concurrent} at once); it may cost up to "
                   f"${plan.total_worst_case_usd:.2f} in total. Approve?", Approval)
 

@@ -66,7 +66,8 @@ def _money(value: float | None) -> str:
 def print_plan(plan) -> None:
     canary = f"; canary {plan.canary['run']} ({plan.canary['steps']} clean steps)" if plan.canary else ""
     m = plan.metric
-    print(f"sweep {plan.name}: {plan.total_runs} runs on {plan.backend}{'/' + plan.flavor if plan.flavor else ''}, "
+    print(f"sweep {plan.name} of {plan.model} ({plan.method}): {plan.total_runs} runs on {plan.backend}"
+          f"{'/' + plan.flavor if plan.flavor else ''}, "
           f"at most {plan.max_concurrent} at once{canary}; select on {m['name']} ({m['direction']}, {m['reduce']})")
     print("| run | changes | flavor | processes | expected | worst case | note |")
     print("|---|---|---|---:|---:|---:|---|")

@@ -29,7 +29,7 @@ from ..config import TrainConfig
 from ..errors import TunepackError
 from ..jobs import JobBackend, estimate, failure_error, flavor_info, get_backend
 from ..ledger import Ledger, LedgerError
-from ..train.rewards import hacking_signs
+from ..methods.grpo.rewards import hacking_signs
 from .monitor import (
     clean_loss_logs,
     divergence,

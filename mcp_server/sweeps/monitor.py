@@ -22,7 +22,7 @@ INFRA = re.compile(r"time ?out|timed out|time limit|\blost\b|disappeared|preempt
 SCRIPT_SIGNS = ("TUNEPACK_ERROR ", "Traceback (most recent call last)")
 
 
-SCRIPT_EVAL = ("eval/reward", "eval/monitor/", "eval/distill/")  # held-out curves the training scripts log
+SCRIPT_EVAL = ("eval/reward", "eval/monitor/", "eval/distill/", "eval/env_reward", "eval/env/")  # curves the scripts log
 
 
 def eval_task_metric(name: str) -> bool:

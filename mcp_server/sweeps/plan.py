@@ -17,6 +17,7 @@ from ..config import TrainConfig, parse_config, resolve_config
 from ..errors import ConfigError
 from ..jobs import estimate
 from ..ledger import Ledger, config_hash_of, direction_for
+from ..methods import method_of
 from ..pipeline import data_size
 from ..pipeline.remote import check_timeout, expected_seconds, suggest_timeout_s
 from ..train.distributed import check_placement, launch_command
@@ -47,6 +48,9 @@ class PlannedRun(BaseModel):
 class SweepPlan(BaseModel):
     name: str
     base: str
+    model: str = Field(description="The base model every run trains (with its revision, and the registered adapter "
+                       "it starts from), as the base config names it.")
+    method: str = Field(description="The training method of the runs (sft, distill, grpo, grpo-env).")
     backend: str
     flavor: str | None
     project: str = Field(description="Trackio project of the runs.")
@@ -87,12 +91,13 @@ def ledger_variable(changes: dict[str, Any]) -> tuple[str, Any]:
     return "/".join(changes), json.dumps(changes, sort_keys=True, default=str)
 
 
+def _model_line(cfg: TrainConfig) -> str:
+    return cfg.model.name + (f"@{cfg.model.revision}" if cfg.model.revision else "") + (
+        f" from adapter {cfg.model.adapter}" if cfg.model.adapter else "")
+
+
 def _metric(spec: SweepSpec, base: TrainConfig) -> dict:
-    name = spec.metric.name
-    if name is None and base.training.method == "grpo":  # the held-out reward curve, when there is one
-        name = "eval/reward" if (base.data.eval_fraction or base.grpo.heldout_path) else "reward"
-    if name is None:
-        name = "eval_loss" if (base.data.eval_fraction or base.data.eval_split) else "loss"
+    name = spec.metric.name or method_of(base).selection_metric(base)  # the method's held-out curve, or its loss
     # the training scripts' own held-out metrics (eval/distill/kl, eval/reward/tests, eval/monitor/tests) are logged,
     # not eval tasks
     if eval_task_metric(name) and name.count("/") >= 2:
@@ -289,7 +294,8 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
     canary_s = next((r.expected_s for r in live if r.canary), None)
     wall = _wall([r.expected_s for r in live if not r.canary], canary_s, slots)
     plan = SweepPlan(
-        name=spec.name, base=spec.base if isinstance(spec.base, str) else "(inline)", backend=backend,
+        name=spec.name, base=spec.base if isinstance(spec.base, str) else "(inline)", model=_model_line(base),
+        method=method_of(base).name, backend=backend,
         flavor=flavor, project=base.tracking.project, ledger=ledger_project, metric=metric,
         max_concurrent=spec.max_concurrent, canary=canary, early_stop=spec.early_stop.model_dump(),
         retries=spec.retries, runs=runs, total_runs=len(live), total_worst_case_usd=total_worst,

@@ -1,5 +1,8 @@
-"""Render a TrainConfig into one self-contained PEP 723 script: SFT (templates/sft_train.py.j2), distillation
-(distill_train.py.j2) or GRPO (grpo_train.py.j2), all over the shared helpers (train_common.py.j2).
+"""The shared part of rendering a TrainConfig into one self-contained PEP 723 script: the render facts, the pins,
+the embedded helpers and the packed chat templates. Each method brings its own template and parts (methods/:
+``Method.script_parts``; ``methods.write_script`` is the entry point): SFT (templates/sft_train.py.j2),
+distillation (distill_train.py.j2), GRPO (grpo_train.py.j2) and GRPO in an environment (grpo_env_train.py.j2), all
+over the shared helpers (train_common.py.j2).
 
 The script is the unit of work: the local runner and HF Jobs run the same file. It embeds the
 config, the render facts and the mask check's source, and pins the library versions tunepack is
@@ -15,6 +18,7 @@ import pprint
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
@@ -22,7 +26,6 @@ from ..config import TrainConfig
 from ..resources import chat_templates, embedded_source, render_template, training_pins
 from .chat_templates import pack
 from .distributed import extra_dependencies, launch_plan
-from .start import start_adapter
 
 HERE = Path(__file__).resolve().parent
 # standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, windows, speed,
@@ -31,18 +34,6 @@ HERE = Path(__file__).resolve().parent
 # shaping for the training template (plain chat rows; the eval kit shapes the held-out rows it re-reads alike)
 EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/windows.py", "train/speed.py",
             "evals/kit/probe.py", "evals/kit/heldout.py", "evals/kit/shaping.py")
-# distillation adds the teacher/student vocabulary check and the memory quote (re-judged on the job's GPU)
-DISTILL_EMBEDDED = (*EMBEDDED, "train/vocab_check.py", "train/memory.py")
-GRPO_EMBEDDED = (*EMBEDDED, "train/rewards.py")  # the built-in rewards
-# one script per method (GRPO inside an environment is its own: grpo-env); each includes train_common.py.j2
-TEMPLATES = {"sft": "sft_train.py.j2", "distill": "distill_train.py.j2", "grpo": "grpo_train.py.j2",
-             "grpo-env": "grpo_env_train.py.j2"}
-TEMPLATE = TEMPLATES["sft"]
-
-
-def script_kind(cfg: TrainConfig) -> str:
-    """Which script renders the config: its method, or grpo-env for GRPO inside an environment."""
-    return "grpo-env" if cfg.training.method == "grpo" and cfg.environment is not None else cfg.training.method
 
 
 def pins() -> list[str]:
@@ -68,19 +59,27 @@ def run_name_for(cfg: TrainConfig) -> str:
     return cfg.tracking.run_name or f"{cfg.run_name}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: str | None = None,
-                  push: dict | None = None, mounts: dict | None = None, cache_bucket: str | None = None,
-                  distill: dict | None = None) -> str:
-    """The script text. ``model_path`` replaces ``model.name`` where it was resolved (tiny models);
-    ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub; ``mounts``
-    ({model, data, cache}: paths inside an HF job, ``jobs/cache.py``) makes it read the model and data there;
-    ``distill``: the distillation plan for the job's flavor (``teacher.distill_plan``; default: no GPU known)."""
-    run_name = run_name or run_name_for(cfg)
-    method = cfg.training.method
-    if method == "distill" and distill is None:
-        from .teacher import distill_plan
+@dataclass
+class ScriptParts:
+    """What a method puts into its script beside the shared parts (methods/*: ``Method.script_parts``)."""
 
-        distill = distill_plan(cfg, gpu_gb=None, cuda=False, flavor=None)
+    template: str  # templates/<method>_train.py.j2, which includes train_common.py.j2
+    embedded: tuple[str, ...]  # the package's standard-library modules the script carries verbatim
+    info: dict = field(default_factory=dict)  # more RENDER_INFO facts (a starting adapter, the method's plan)
+    kit: dict[str, str] = field(default_factory=dict)  # the eval kit's sources, when the script needs its sandbox
+    reward_files: dict[str, str] = field(default_factory=dict)  # the user's reward files (GRPO)
+    unpinned: tuple[str, ...] = ()  # pins left to the resolver (vLLM pins its own torch)
+    extra_pins: tuple[str, ...] = ()
+
+
+def render(cfg: TrainConfig, parts: ScriptParts, *, model_path: str | None = None, run_name: str | None = None,
+           push: dict | None = None, mounts: dict | None = None, cache_bucket: str | None = None,
+           traces: dict | None = None) -> str:
+    """The script text of one method's ``parts``. ``model_path`` replaces ``model.name`` where it was resolved
+    (tiny models); ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub;
+    ``mounts`` ({model, data, cache}: paths inside an HF job, ``jobs/cache.py``) makes it read the model and data
+    there; ``traces``: where converted agent sessions came from (their Hub commit, file hashes and counts)."""
+    run_name = run_name or run_name_for(cfg)
     info = {
         "tunepack_version": __version__,
         "run_name": run_name,
@@ -93,74 +92,36 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
         "mounts": mounts or None,  # HF job volumes: the base model and data repo (read-only), the cache bucket
         "cache_bucket": cache_bucket,
         "launch": launch_plan(cfg),  # distributed.processes > 1: the script re-runs itself under the launcher
-        "traces": _provenance(cfg),  # converted agent sessions: their source (Hub commit, file hashes) and counts
-        # one Trackio group per distillation mode: off- and on-policy losses are not on one scale
-        "trackio_group": f"distill-{distill['mode']}" if distill else None,
-        "distill": distill,
+        "traces": traces,
+        **parts.info,
     }
-    kit: dict[str, str] = {}
-    reward_files: dict[str, str] = {}
-    info["start"] = start_adapter(cfg, remote=bool(push))  # model.adapter: the registered adapter trained on
-    if method == "grpo":
-        kit, reward_files, info["grpo"] = _grpo_parts(cfg)
-    if kit:
-        info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in kit.items()}
+    if parts.kit:
+        info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in parts.kit.items()}
+    pinned = [p for p in pins() + extra_dependencies(cfg) if not p.startswith(parts.unpinned)] if parts.unpinned \
+        else pins() + extra_dependencies(cfg)
     return render_template(
-        TEMPLATES[script_kind(cfg)], kit_literal=pprint.pformat(kit, sort_dicts=False, width=100),
-        reward_files_literal=pprint.pformat(reward_files, sort_dicts=False, width=100),
-        pins=_grpo_pins(cfg, pins() + extra_dependencies(cfg)),
+        parts.template, kit_literal=pprint.pformat(parts.kit, sort_dicts=False, width=100),
+        reward_files_literal=pprint.pformat(parts.reward_files, sort_dicts=False, width=100),
+        pins=pinned + list(parts.extra_pins),
         tunepack_version=__version__,
         run_name=run_name,
         config_hash=info["config_hash"],
         model_label=cfg.model.name,
         config_literal=pprint.pformat(cfg.model_dump(mode="json"), sort_dicts=False, width=100),
         render_literal=pprint.pformat(info, sort_dicts=False, width=100),
-        maskcheck_source=embedded_source(*{"distill": DISTILL_EMBEDDED, "grpo": GRPO_EMBEDDED}.get(method, EMBEDDED)),
+        maskcheck_source=embedded_source(*parts.embedded),
         chat_templates_packed=wrapped(pack(chat_templates())),
         chat_template_names=", ".join(sorted(chat_templates())),
     )
-
-
-def _grpo_pins(cfg: TrainConfig, pinned: list[str]) -> list[str]:
-    """grpo.generation vllm: vLLM pins its own torch, so the resolver picks both."""
-    if cfg.training.method != "grpo" or cfg.grpo.generation != "vllm":
-        return pinned
-    return [p for p in pinned if not p.startswith(("torch==", "bitsandbytes=="))] + ["vllm"]
-
-
-def _grpo_parts(cfg: TrainConfig) -> tuple[dict[str, str], dict[str, str], dict]:
-    """(the eval kit's sources when the run needs its sandbox, the reward files' sources, the facts the script
-    embeds: monitors and the reward files' paths and hashes)."""
-    from .grpo_plan import monitors, needs_kit, reward_hashes, reward_sources
-
-    monitored = monitors(cfg)
-    sources = reward_sources(cfg)
-    info = {"monitor": monitored, "reward_files": reward_hashes(sources, cfg)}
-    if not needs_kit(cfg, monitored):
-        return {}, sources, info
-    from ..evals.render import kit_sources
-
-    return kit_sources(), sources, info
-
-
-def _provenance(cfg: TrainConfig) -> dict | None:
-    from ..traces.spine import provenance
-
-    return provenance(cfg)
 
 
 def wrapped(blob: str, width: int = 100) -> str:
     return "\n".join(blob[i:i + width] for i in range(0, len(blob), width))
 
 
-def write_script(cfg: TrainConfig, out: str | Path, *, model_path: str | None = None,
-                 run_name: str | None = None, push: dict | None = None, mounts: dict | None = None,
-                 cache_bucket: str | None = None, distill: dict | None = None) -> Path:
-    """Write the script atomically (a crash never leaves half a script behind)."""
-    out = Path(out)
+def write_atomically(out: Path, text: str) -> Path:
+    """Write a rendered script in one step: a crash never leaves half a script behind."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    text = render_script(cfg, model_path=model_path, run_name=run_name, push=push, mounts=mounts,
-                         cache_bucket=cache_bucket, distill=distill)
     fd, tmp = tempfile.mkstemp(prefix=".train-", suffix=".py", dir=out.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)

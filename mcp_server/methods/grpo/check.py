@@ -14,10 +14,10 @@
 
 from __future__ import annotations
 
-from ..config import TrainConfig
-from ..errors import TunepackError
-from ..jobs import flavor_info
-from .records import Check
+from ...config import TrainConfig
+from ...errors import TunepackError
+from ...jobs import flavor_info
+from ..base import Check
 
 RL_CHECK_TIMEOUT_S = 1200  # the remote --rl-check: load the model, the ceiling, k samples for signal_prompts prompts
 
@@ -26,8 +26,8 @@ def grpo_preflight(cfg: TrainConfig, backend: str, flavor: str | None, checks: l
     """The plan (a ``grpo`` check) and the host's ceiling (a ``ceiling`` check); None for other methods."""
     if cfg.training.method != "grpo":
         return None
-    from ..train.grpo_plan import prompt_rows, runs_code
-    from ..train.start import start_adapter
+    from ...train.start import start_adapter
+    from .plan import prompt_rows, runs_code
 
     try:
         plan = flavor_plan(cfg, backend, flavor, start=start_adapter(cfg, remote=backend != "local"))
@@ -49,7 +49,7 @@ def grpo_preflight(cfg: TrainConfig, backend: str, flavor: str | None, checks: l
 def flavor_plan(cfg: TrainConfig, backend: str, flavor: str | None, start: dict | None = None) -> dict:
     """What a GRPO run does on a flavor, as its job will choose: the generation path (vLLM colocate and its share
     of the GPU's memory, or transformers, and why), the precision, the sizing, the rewards and monitors."""
-    from ..train.grpo_plan import grpo_plan
+    from .plan import grpo_plan
 
     hardware = flavor_info(backend, flavor)
     cuda = bool(hardware.accelerator)
@@ -72,10 +72,10 @@ def _plan_line(plan: dict, rows: list[dict], held: list[dict]) -> str:
 
 def _ceiling(cfg: TrainConfig, rows: list[dict], checks: list[Check]) -> dict | None:
     """The reference solutions through the tests reward in this machine's sandbox; pending when it has none."""
-    from ..train.prompts import ceiling
+    from .prompts import ceiling
 
     if cfg.environment is not None:  # the environment scores the hidden tests
-        from ..evals.kit.coding_env import split_tests
+        from ...evals.kit.coding_env import split_tests
 
         rows = [{**r, "tests": split_tests(r)[1]} for r in rows]
     with_solution = [r for r in rows if r.get("solution") and r.get("tests")]
@@ -83,7 +83,7 @@ def _ceiling(cfg: TrainConfig, rows: list[dict], checks: list[Check]) -> dict | 
         checks.append(Check(name="ceiling", status="skipped", detail="no row carries a reference 'solution': the "
                             "reward's ceiling is unknown (every problem is assumed solvable)"))
         return None
-    from ..evals.kit.errors import KitError
+    from ...evals.kit.errors import KitError
 
     try:
         found = ceiling(with_solution, mode=cfg.grpo.sandbox)

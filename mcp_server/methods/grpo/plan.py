@@ -15,11 +15,11 @@ import ast
 import hashlib
 from pathlib import Path
 
-from ..config import TrainConfig
-from ..errors import ConfigError, DataError
-from .data import read_local_rows
+from ...config import TrainConfig
+from ...errors import ConfigError, DataError
+from ...train.data import read_local_rows
+from ...train.speed import generation_plan
 from .prompts import MBPP_SPLITS, leaks
-from .speed import generation_plan
 
 CODE_REWARDS = ("tests", "tests_all")
 
@@ -45,7 +45,7 @@ def check_prompt_rows(cfg: TrainConfig, rows: list[dict]) -> None:
 
 def check_env_rows(rows: list[dict]) -> None:
     """An environment's problems need hidden tests (its reward), none of them shown in the prompt."""
-    from ..evals.kit.coding_env import split_tests
+    from ...evals.kit.coding_env import split_tests
 
     without = [str(r.get("id", i)) for i, r in enumerate(rows) if not split_tests(r)[1]]
     if without:

@@ -24,8 +24,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ..errors import DataError
-from ..evals.kit.problems import mbpp_prompt_row
+from ...errors import DataError
+from ...evals.kit.problems import mbpp_prompt_row
 
 MBPP_SPLITS = {"prompt": (1, 10), "test": (11, 510), "validation": (511, 600), "train": (601, 974)}
 
@@ -55,8 +55,8 @@ def leaks(rows: list[dict]) -> list[str]:
 def ceiling(rows: list[dict], mode: str = "auto", workers: int = 2) -> dict:
     """Each row's reference solution through the tests reward in the sandbox: the solvable share (the reward's
     ceiling) and the ids it cannot pass (impossible here: drop them, or the ceiling is below 1)."""
-    from ..evals.kit.sandbox import Sandbox
-    from ..evals.kit.testreward import tests_fraction
+    from ...evals.kit.sandbox import Sandbox
+    from ...evals.kit.testreward import tests_fraction
 
     with_solution = [r for r in rows if r.get("solution") and r.get("tests")]
     box = Sandbox(mode, workers=workers).start()
@@ -76,7 +76,7 @@ def tool_rows(rows: list[dict], stats: dict | None = None) -> list[dict]:
     """One prompt row per assistant turn: {id: "<session>:<turn index>", prompt: the messages before the turn,
     tools, reference: {name, arguments} of its first call, or None for an answer}. Turns whose call names a tool
     the row does not offer are dropped; ``stats``, when given, is filled with what was written and dropped."""
-    from ..evals.kit.nextaction import _turns_of
+    from ...evals.kit.nextaction import _turns_of
 
     out: list[dict] = []
     seen: dict[str, str] = {}
@@ -110,7 +110,7 @@ def _tool_prompt(turn, names: set[str], unknown: Counter) -> dict | None:
 
 def _session_id(row: dict) -> str:
     """The row's own id, else its session (source file name / session / part), else a hash of the conversation."""
-    from ..evals.kit.heldout import heldout_json, heldout_source_name
+    from ...evals.kit.heldout import heldout_json, heldout_source_name
 
     if row.get("id") not in (None, ""):
         return str(row["id"])

@@ -12,10 +12,10 @@ import importlib.util
 import json
 from pathlib import Path
 
-from ..config import TrainConfig
-from ..errors import ConfigError
-from .families import template_for_model
-from .maskcheck import conversation
+from ...config import TrainConfig
+from ...errors import ConfigError
+from ...train.families import template_for_model
+from ...train.maskcheck import conversation
 from .memory import model_facts, quote
 from .vocab_check import VocabMismatch, compare_encodings, compare_vocabularies
 
@@ -136,7 +136,7 @@ def _rendered(tokenizer, rows: list[dict], cfg: TrainConfig) -> list[str]:
 def _student_name(cfg: TrainConfig) -> str:
     if not cfg.model.is_tiny:
         return cfg.model.name
-    from .tiny_model import tiny_model_path
+    from ...train.tiny_model import tiny_model_path
 
     return str(tiny_model_path(cfg)) if cfg.data.path else cfg.model.name
 

@@ -18,9 +18,9 @@ replies), so an SFT warm start on them teaches the tool-call shape GRPO then imp
 
 from __future__ import annotations
 
-from ..evals.kit.agent_loop import call_tool, opening, tool_schemas
-from ..evals.kit.coding_env import CodingEnv
-from ..evals.kit.sandbox import Sandbox
+from ...evals.kit.agent_loop import call_tool, opening, tool_schemas
+from ...evals.kit.coding_env import CodingEnv
+from ...evals.kit.sandbox import Sandbox
 
 POLICIES = ("reference", "no-code")
 

@@ -1,0 +1,82 @@
+"""What every training method answers for the shared machinery (render, preflight, run, sweeps), so that the shared
+modules ask the method instead of branching on its name. The defaults are SFT's; distillation, GRPO and GRPO inside
+an environment override what differs, each in its own place (methods/distill, methods/grpo, methods/env).
+
+    method = method_of(cfg)                       # methods/__init__.py
+    parts = method.script_parts(cfg, push=None, plan=None)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ..config import TrainConfig
+from ..config.methods import GrpoSection
+from ..errors import DataError
+from ..train.render import EMBEDDED, ScriptParts
+from ..train.start import start_adapter
+
+
+class Check(BaseModel):
+    """One line of a preflight report."""
+
+    name: str
+    status: Literal["pass", "fail", "pending", "skipped"]
+    detail: str
+    fix: str | None = None
+
+
+class Method:
+    """A training method: its script (template and embedded helpers), what it checks before a job, how its smoke run
+    is cut down and which metric its sweeps select on."""
+
+    name = "sft"
+    template = "sft_train.py.j2"
+    embedded: tuple[str, ...] = EMBEDDED
+    check_args: tuple[str, ...] = ("--check-only",)  # what the preflight job runs the real config's script with
+    check_label = "mask check with the real tokenizer"
+    rl = False  # has an RL check that needs the real model (GRPO: `tunepack rl-check`)
+    report_key: str | None = None  # the preflight report's section for the method's own checks
+    plan_key: str | None = None  # the name `tunepack render` prints the method's plan under
+
+    def script_parts(self, cfg: TrainConfig, *, push: dict | None, plan: dict | None) -> ScriptParts:
+        """The script's template, embedded helpers and extra render facts (a starting adapter for every method)."""
+        return ScriptParts(self.template, self.embedded, info={"start": start_adapter(cfg, remote=bool(push))})
+
+    def plan(self, cfg: TrainConfig, backend: str, flavor: str | None) -> dict | None:
+        """The method's plan for a job on the flavor, refused here when it cannot run (None: nothing to plan)."""
+        return None
+
+    def preflight(self, cfg: TrainConfig, backend: str, flavor: str | None, checks: list[Check]) -> dict | None:
+        """The method's own checks before any money is spent, appended to ``checks``; their facts for the report."""
+        return None
+
+    def check_rows(self, cfg: TrainConfig, rows: list[dict]) -> None:
+        """Training rows before any job: each must have an assistant turn to train on."""
+        from ..train.maskcheck import MaskCheckError, detect_format, rows_without_assistant
+
+        try:
+            fmt = cfg.data.format if cfg.data.format != "auto" else detect_format(rows[0].keys(),
+                                                                                  cfg.data.messages_column)
+            missing = rows_without_assistant(rows, fmt, cfg.data.messages_column, cfg.data.tools_column)
+        except MaskCheckError as exc:
+            raise DataError(exc.problem, exc.fix) from None
+        if missing:
+            shown = ", ".join(map(str, missing[:20])) + (" …" if len(missing) > 20 else "")
+            raise DataError(
+                f"{len(missing)} of {len(rows)} rows have no assistant turn to train on (row indices: {shown}).",
+                "drop those rows or give each an assistant message with content or tool_calls.",
+            )
+
+    def rows_line(self, rows: int) -> str:
+        return f"{rows} rows, each with an assistant turn"
+
+    def smoke(self, cfg: TrainConfig) -> dict[str, Any]:
+        """How the preflight's smoke run (a few steps on the family's replica) differs from the run: SFT's path."""
+        return {"training": {"method": "sft"}, "grpo": GrpoSection()}
+
+    def selection_metric(self, cfg: TrainConfig) -> str:
+        """What a sweep of this method ranks its runs on when the spec names no metric."""
+        return "eval_loss" if (cfg.data.eval_fraction or cfg.data.eval_split) else "loss"
