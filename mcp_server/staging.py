@@ -1,5 +1,6 @@
-"""Write-then-rename folders shared by the writers that must never leave half a result (registry versions,
-exports): a hidden staging folder named after the writing process, and the clean-up of those whose writer died."""
+"""Write-then-rename, shared by the writers that must never leave half a result: a file written in one step
+(rendered scripts, a README section), and for folders (registry versions, exports) a hidden staging folder named
+after the writing process, with the clean-up of those whose writer died."""
 
 from __future__ import annotations
 
@@ -28,3 +29,14 @@ def staging_folder(parent: Path, prefix: str) -> Path:
         if pid.isdigit() and not process_alive(int(pid)):
             shutil.rmtree(stale, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
+
+
+def write_text_atomically(path: Path, text: str) -> Path:
+    """``text`` into ``path`` through a temporary file beside it and one rename: a reader (or a crash) never sees
+    half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    return path

@@ -13,9 +13,7 @@ when their n and their eval's limit agree; the notes say where they do not.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -23,6 +21,7 @@ from pydantic import BaseModel, Field
 from ..errors import InputError
 from ..registry import LocalRegistry
 from ..registry.lineage import rungs
+from ..staging import write_text_atomically
 
 ORDER = ("next-action", "bfcl:", "humaneval", "mbpp", "mbpp-agent")  # the tutorial's tool use, then code
 START, END = "<!-- tunepack:ladder -->", "<!-- /tunepack:ladder -->"
@@ -133,9 +132,4 @@ def write_section(path: str | Path, markdown: str, title: str = "The post-traini
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END) + r"\n?", re.S)
     text = pattern.sub(lambda _: section, text, count=1) if pattern.search(text) else (
         (text.rstrip() + "\n\n" if text.strip() else "") + section)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".ladder-", suffix=".md", dir=target.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, target)
-    return target
+    return write_text_atomically(target, text)

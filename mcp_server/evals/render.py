@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pprint
-import tempfile
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import yaml
 from .. import __version__
 from ..config.eval_section import EvalSection
 from ..resources import embedded_source, render_template, template_path, training_pins
+from ..staging import write_text_atomically
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (
@@ -117,10 +116,6 @@ def render_eval_script(spec: dict, *, tracking: dict | None = None) -> tuple[str
 def write_eval_script(spec: dict, out: str | Path, *, tracking: dict | None = None) -> tuple[Path, dict]:
     """Write the script atomically; returns (path, render info)."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     text, info = render_eval_script(spec, tracking=tracking)
-    fd, tmp = tempfile.mkstemp(prefix=".eval-", suffix=".py", dir=out.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, out)
+    write_text_atomically(out, text)
     return out, info

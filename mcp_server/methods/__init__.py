@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import TrainConfig
+from ..staging import write_text_atomically
 from ..train.render import render
 from .base import Check, Method
 from .distill import DISTILL
@@ -40,9 +41,7 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
 
 def write_script(cfg: TrainConfig, out: str | Path, **options) -> Path:
     """Write the script atomically (a crash never leaves half a script behind); options as ``render_script``."""
-    from ..train.render import write_atomically
-
-    return write_atomically(Path(out), render_script(cfg, **options))
+    return write_text_atomically(Path(out), render_script(cfg, **options))
 
 
 __all__ = ["Check", "METHODS", "Method", "method_of", "render_script", "write_script"]

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import pprint
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,13 +115,3 @@ def render(cfg: TrainConfig, parts: ScriptParts, *, model_path: str | None = Non
 
 def wrapped(blob: str, width: int = 100) -> str:
     return "\n".join(blob[i:i + width] for i in range(0, len(blob), width))
-
-
-def write_atomically(out: Path, text: str) -> Path:
-    """Write a rendered script in one step: a crash never leaves half a script behind."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".train-", suffix=".py", dir=out.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, out)
-    return out
