@@ -41,7 +41,8 @@ def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: 
 
 def write_script(cfg: TrainConfig, out: str | Path, **options) -> Path:
     """Write the script atomically (a crash never leaves half a script behind); options as ``render_script``."""
-    return write_text_atomically(Path(out), render_script(cfg, **options))
+    text = render_script(cfg, **options)
+    return write_text_atomically(Path(out), text)
 
 
 __all__ = ["Check", "METHODS", "Method", "method_of", "render_script", "write_script"]

@@ -84,8 +84,9 @@ def training_config(cfg: TrainConfig, out_dir: str | Path | None = None) -> Trai
     folder = Path(out_dir) if out_dir is not None else home_dir("traces", _digest(cfg, opts))
     rows = folder / ROWS_FILE
     stats = folder / "traces.stats.json"
+    paths = sources(cfg)
     if out_dir is not None or not (rows.is_file() and stats.is_file()):
-        convert(sources(cfg), rows, opts)
+        convert(paths, rows, opts)
     fmt = "prompt_completion" if opts.rows == "turn" else "messages"
     windows = (cfg.data.traces.windows if cfg.data.traces else None) or cfg.data.windows
     data = cfg.data.model_copy(update={"path": [str(rows)], "hub_id": None, "revision": None, "format": fmt,

@@ -26,10 +26,10 @@ class Grpo(Method):
     def script_parts(self, cfg: TrainConfig, *, push: dict | None, plan: dict | None) -> ScriptParts:
         """The eval kit's sources when a reward or monitor runs code (the sandbox), the reward files' sources and
         hashes, the monitors; vLLM pins its own torch, so the resolver picks both."""
-        from .plan import monitors, needs_kit, reward_hashes, reward_sources
+        from .plan import config_monitors, needs_kit, reward_hashes, reward_sources
 
         parts = super().script_parts(cfg, push=push, plan=plan)
-        monitored = monitors(cfg)
+        monitored = config_monitors(cfg)
         parts.reward_files = reward_sources(cfg)
         parts.info["grpo"] = {"monitor": monitored, "reward_files": reward_hashes(parts.reward_files, cfg)}
         if needs_kit(cfg, monitored):

@@ -123,7 +123,7 @@ def reward_hashes(sources: dict[str, str], cfg: TrainConfig) -> dict[str, dict]:
             for name, text in sources.items()}
 
 
-def monitors(cfg: TrainConfig, rows: list[dict] | None = None) -> list[str]:
+def monitors(cfg: TrainConfig, rows: list[dict]) -> list[str]:
     """The rewards logged at weight 0: grpo.monitor, or (auto) tests when the rows carry tests and no code reward
     is trained."""
     grpo = cfg.grpo
@@ -133,9 +133,12 @@ def monitors(cfg: TrainConfig, rows: list[dict] | None = None) -> list[str]:
         return list(grpo.monitor)
     if set(CODE_REWARDS) & set(grpo.rewards):
         return []
-    if rows is None:
-        rows = [row for path in cfg.data.path for row in read_local_rows(path)] if cfg.data.path else []
     return ["tests"] if rows and all(r.get("tests") for r in rows) else []
+
+
+def config_monitors(cfg: TrainConfig) -> list[str]:
+    """``monitors`` of the config's own local prompt rows (read here)."""
+    return monitors(cfg, [row for path in cfg.data.path for row in read_local_rows(path)] if cfg.data.path else [])
 
 
 def runs_code(cfg: TrainConfig, monitored: list[str]) -> bool:
@@ -162,7 +165,7 @@ def grpo_plan(cfg: TrainConfig, *, cuda: bool, use_4bit: bool, flavor: str | Non
               start: dict | None = None) -> dict:
     """What a GRPO run will do before it spends: rewards and monitors, sizing, the generation path on the
     flavor, where it starts from, and what the job checks first."""
-    monitored = monitors(cfg)
+    monitored = config_monitors(cfg)
     # vllm is in the job only when the script's header lists it (grpo.generation: vllm)
     plan = generation_plan(cfg.grpo.generation, cuda, cfg.grpo.generation == "vllm", use_4bit)
     return {"rewards": dict(cfg.grpo.rewards), "monitor": monitored, "reward_files": sorted(cfg.grpo.reward_files),
