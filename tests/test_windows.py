@@ -48,8 +48,9 @@ def test_units_and_head():
     messages = session(3)
     head, units = split_units(messages)
     assert head == 2 and messages[head - 1]["role"] == "user"
-    assert [messages[s]["role"] for s, _, _ in units][:3] == ["assistant", "assistant", "assistant"]
-    assert all(messages[e - 1]["role"] in ("tool", "assistant", "user") for _, e, _ in units)
+    assert [messages[s]["role"] for s, _, _, _ in units][:3] == ["assistant", "assistant", "assistant"]
+    assert all(messages[e - 1]["role"] in ("tool", "assistant", "user") for _, _, e, _ in units)
+    assert all(m == s + 1 for s, m, _, a in units if a)  # one assistant message per model turn in this session
 
 
 @pytest.mark.parametrize("max_length", [120, 300, 1000])

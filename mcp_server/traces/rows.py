@@ -1,7 +1,8 @@
 """Turn a normalised conversation into dataset rows, and apply the row filters.
 
 - ``conversation`` rows: ``{"messages": [...], "tools": [...], source, format, session, part}``;
-- ``turn`` rows: one per assistant turn, ``{"prompt": <everything before it>, "completion": [<the turn>],
+- ``turn`` rows: one per model turn (consecutive assistant messages, as Gemma 4's text piece and call piece, are
+  one turn), ``{"prompt": <everything before it>, "completion": [<the turn's messages>],
   "tools": [...], ...}`` — TRL's conversational prompt/completion format (loss on the completion only).
   Each row repeats the whole history before its turn, so long sessions grow quadratically (the two
   1 MB shared Pi sessions give about 215 MB of turn rows); prefer conversation rows for long sessions.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceError
+from ..evals.kit.shaping import model_turns
 from .model import DROPPER_TEMPLATES, Conversation, ConvertOptions
 from .normalize import Normalized
 from .schemas import ToolCatalog
@@ -114,13 +116,11 @@ def build_rows(conv: Conversation, norm: Normalized, tools: list[dict], opts: Co
         candidates: list[dict[str, Any]] = [{"messages": shaped, "tools": tools, **meta}]
     else:
         candidates = []
-        for j, m in enumerate(shaped):
-            if m["role"] != "assistant":
-                continue
-            if not _matches(models[j], opts.model):
+        for j, end in model_turns(shaped):  # one row per model turn: its text piece and call piece together
+            if not any(_matches(models[k], opts.model) for k in range(j, end)):
                 report.add("model_filter")
                 continue
-            candidates.append({"prompt": shaped[:j], "completion": [m], "tools": tools, **meta, "turn": j})
+            candidates.append({"prompt": shaped[:j], "completion": shaped[j:end], "tools": tools, **meta, "turn": j})
     out = []
     for row in candidates:
         tokens = counter.count(row)

@@ -1,4 +1,4 @@
-"""Windows: a conversation longer than ``training.max_length`` split at turn boundaries into rows that fit.
+"""Windows: a conversation longer than ``training.max_length`` split at model-turn boundaries into rows that fit.
 
 Agent sessions run to hundreds of thousands of tokens; training sequences are a few thousand. Cutting a
 session (TRL's truncation) trains only its first turns; one row per turn repeats the whole history.
@@ -7,12 +7,20 @@ A window instead is a prompt/completion row:
   travel in the row's ``tools`` column) and the turns just before the window, newest first, within
   ``context_share`` of ``max_length``. When the turn right before the window does not fit whole (a tool
   result of 50,000 characters), it comes with its long texts cut in the middle, marked, to fit;
-- the completion holds the next assistant turns for as long as the row fits; its last turn ends at the
-  assistant's message (where the model stops to call tools): the results of those calls open the next
+- the completion holds the next model turns for as long as the row fits; its last turn ends at the
+  model's last message (where the model stops to call tools): the results of those calls open the next
   window's context.
+The unit is the model turn, not the message: consecutive assistant messages are one turn the model writes
+in one go (Gemma 4's shaping puts the text said before calling in a message of its own, and its template
+renders it and the call as one model turn), so no window starts or ends between them. A window that ended
+on the text piece would teach the model to close its turn after announcing a call; one that started at the
+call piece would render a prompt that is not a prefix of prompt + completion (TRL then drops the mismatch).
+For the same reason a completion never runs past a user message while the prompt's current exchange holds
+reasoning: templates (Qwen 3, Gemma 4) render reasoning only after the last user message, so the prompt
+alone would render what prompt + completion does not.
 Training uses completion-only loss together with assistant-only loss: only the assistant turns of the
 completion are trained, so every assistant turn is trained exactly once and context a window repeats
-is never trained again (the mask check verifies both, token by token). A turn whose own message does
+is never trained again (the mask check verifies both, token by token). A turn whose own messages do
 not fit beside the head is dropped and counted by reason.
 
 Like ``maskcheck.py`` this module is embedded verbatim in the training script (standard library only);
@@ -26,20 +34,31 @@ TOOL_ROLES = ("tool", "ipython")
 CUT = "\n[… {n} characters cut by tunepack to fit the training window …]\n"
 
 
-def split_units(messages: list) -> tuple[int, list[tuple[int, int, bool]]]:
-    """(length of the head, units): a unit is (start, end, is_assistant) — an assistant message with the
-    tool results after it, or a user message. The head runs through the first user message."""
+REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
+
+
+def split_units(messages: list) -> tuple[int, list[tuple[int, int, int, bool]]]:
+    """(length of the head, units): a unit is (start, model_end, end, is_assistant) — a model turn (consecutive
+    assistant messages, ``start:model_end``) with the tool results after it (through ``end``), or another
+    message (``model_end == end``). The head runs through the first user message."""
     first_user = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
     head = first_user + 1 if first_user is not None else next(
         (i for i, m in enumerate(messages) if m.get("role") != "system"), len(messages))
     units: list[list] = []
     for index in range(head, len(messages)):
         role = messages[index].get("role")
-        if role in TOOL_ROLES and units:
-            units[-1][1] = index + 1
+        last = units[-1] if units else None
+        if last is not None and role in TOOL_ROLES:
+            last[2] = index + 1
+        elif last is not None and role == "assistant" and last[3] and last[1] == last[2] == index:
+            last[1] = last[2] = index + 1  # the next piece of the same model turn
         else:
-            units.append([index, index + 1, role == "assistant"])
+            units.append([index, index + 1, index + 1, role == "assistant"])
     return head, [tuple(u) for u in units]
+
+
+def has_reasoning(message: dict) -> bool:
+    return message.get("role") == "assistant" and any(message.get(k) for k in REASONING_KEYS)
 
 
 class _Planner:
@@ -50,8 +69,8 @@ class _Planner:
         self.head_len, self.units = split_units(messages)
         self.head = messages[:self.head_len]
         self.base = count(self.head, tools)
-        self.full = [self.cost(messages[s:e]) for s, e, _ in self.units]  # the unit with its tool results
-        self.own = [self.cost(messages[s:s + 1]) if a else f for (s, _, a), f in zip(self.units, self.full, strict=False)]
+        self.full = [self.cost(messages[s:e]) for s, _, e, _ in self.units]  # the unit with its tool results
+        self.own = [self.cost(messages[s:m]) if a else f for (s, m, _, a), f in zip(self.units, self.full, strict=False)]
         self.context_budget = int(max_length * context_share)
         self.trimmed = 0
 
@@ -71,7 +90,7 @@ class _Planner:
             return self.messages[self.units[j][0]:self.units[i][0]]
         if i == 0 or room < 64:
             return []
-        start, end, _ = self.units[i - 1]
+        start, _, end, _ = self.units[i - 1]
         return trim(self.messages[start:end], self.full[i - 1], room)
 
     def window(self, i: int):
@@ -79,18 +98,20 @@ class _Planner:
         room = self.max_length - self.base
         context = self.context(i, min(self.context_budget, room - self.own[i]))
         used = self.cost(context) if context else 0
+        sealed = reasoning_open(self.head + context)  # the completion must not cross a user message then
         stop = i + 1  # units i..stop-1; every one but the last counts with its tool results
         while stop < len(self.units) and used + sum(self.full[i:stop]) + self.own[stop] <= room:
+            if sealed and self.messages[self.units[stop][0]].get("role") == "user":
+                break
             stop += 1
-        while stop > i + 1 and not self.units[stop - 1][2]:  # a completion ends with an assistant turn
+        while stop > i + 1 and not self.units[stop - 1][3]:  # a completion ends with a model turn
             stop -= 1
         return self.fit(i, stop, context)
 
     def fit(self, i: int, stop: int, context: list):
         """Render the planned window; shrink it (later turns, then context) until it really fits."""
         for _ in range(64):
-            start, _, _ = self.units[stop - 1]
-            completion = self.messages[self.units[i][0]:start + 1]
+            completion = self.messages[self.units[i][0]:self.units[stop - 1][1]]
             prompt = self.head + context
             try:
                 tokens = self.count(prompt + completion, self.tools)
@@ -99,20 +120,33 @@ class _Planner:
             if tokens <= self.max_length:
                 if context and context[-1] is not self.messages[self.units[i][0] - 1]:
                     self.trimmed += 1
-                trained = [s for s, _, a in self.units[i:stop] if a]
+                trained = [k for s, m, _, a in self.units[i:stop] if a for k in range(s, m)]
                 return prompt, completion, trained, stop, tokens
             if stop > i + 1:
                 stop -= 1
-                while stop > i + 1 and not self.units[stop - 1][2]:
+                while stop > i + 1 and not self.units[stop - 1][3]:
                     stop -= 1
-            elif context:  # drop the oldest context unit (a message and the tool results after it)
+            elif context:  # drop the oldest context unit (a model turn or message, and the tool results after it)
                 cut = 1
+                while cut < len(context) and context[0].get("role") == "assistant" == context[cut].get("role"):
+                    cut += 1
                 while cut < len(context) and context[cut].get("role") in TOOL_ROLES:
                     cut += 1
                 context = context[cut:]
             else:
                 return None
         return None
+
+
+def reasoning_open(prompt: list) -> bool:
+    """Whether an assistant message after the prompt's last user message carries reasoning (which templates stop
+    rendering once a later user message follows)."""
+    for message in reversed(prompt):
+        if message.get("role") == "user":
+            return False
+        if has_reasoning(message):
+            return True
+    return False
 
 
 def trim(messages: list, tokens: int, room: int) -> list:
@@ -135,13 +169,13 @@ def window_conversation(messages: list, tools, count, max_length: int, context_s
     plan = _Planner(messages, tools, count, max_length, context_share)
     windows, dropped, i = [], [], 0
     while i < len(plan.units):
-        start, _, is_assistant = plan.units[i]
+        start, model_end, _, is_assistant = plan.units[i]
         if not is_assistant:
             i += 1
             continue
         made = plan.window(i) if plan.base + plan.own[i] <= max_length else None
         if made is None:
-            dropped.append((start, "turn_longer_than_max_length"))
+            dropped.extend((k, "turn_longer_than_max_length") for k in range(start, model_end))
             i += 1
             continue
         prompt, completion, trained, i, tokens = made

@@ -3,7 +3,9 @@
     items, baseline_tool = next_action_items(rows, record, max_turns=200)
     row = score_next_action(generators, items, baseline_tool, family_for, settings)
 
-For every assistant turn of the held-out sessions the prompt is the conversation before that turn
+For every model turn of the held-out sessions (consecutive assistant messages are one turn: Gemma 4's shaping
+splits the text said before a call from the call, and its template renders them as one model turn) the prompt
+is the conversation before that turn
 (cut to the run's max_length as training windows are: the opening kept, the oldest turns after it
 dropped), the model writes one message greedily, the family parser (toolcalls.py) reads it, and it
 is scored against the recorded turn:
@@ -31,6 +33,7 @@ from pathlib import Path
 from .errors import KitError
 from .heldout import HeldoutError, select
 from .intervals import rate
+from .shaping import model_turns
 from .toolcalls import Call, Parsed, family_of, parse
 
 METRICS = ("action_type", "parses", "tool_name", "args_valid", "arg_keys", "arg_values", "stop")
@@ -76,15 +79,17 @@ def _clean(message: dict) -> dict:
     return out
 
 
-def _turns_of(row: dict, session: str) -> list[Turn]:
+def row_turns(row: dict, session: str) -> list[Turn]:
+    """The model turns of one row (a conversation, or a prompt/completion row's completion) as next-action turns."""
     tools = _json(row.get("tools")) or []
     if isinstance(row.get("completion"), list) and isinstance(row.get("prompt"), list):
         messages, starts = [*row["prompt"], *row["completion"]], len(row["prompt"])
     else:
         messages, starts = row.get("messages") or [], 0
     messages = [_clean(m) for m in messages]
-    return [Turn(session, j, messages[:j], tools, reference_calls(m), m.get("content") or "")
-            for j, m in enumerate(messages) if j >= starts and m.get("role") == "assistant" and j > 0]
+    return [Turn(session, j, messages[:j], tools, [c for m in messages[j:end] for c in reference_calls(m)],
+                 "\n\n".join(str(m.get("content") or "") for m in messages[j:end] if m.get("content")))
+            for j, end in model_turns(messages) if j >= starts and j > 0]
 
 
 def next_action_items(rows: list[dict], record: dict, max_turns: int | None = None) -> tuple[list[Turn], str | None]:
@@ -99,22 +104,33 @@ def next_action_items(rows: list[dict], record: dict, max_turns: int | None = No
     counts: Counter = Counter()
     for row in rows:
         if id(row) not in held_ids:
-            for turn in _turns_of(row, ""):
+            for turn in row_turns(row, ""):
                 counts.update(c.name for c in turn.reference[:1])
-    turns = [t for row in held for t in _turns_of(row, group_key(row, record.get("messages_column") or "messages"))]
+    turns = [t for row in held for t in row_turns(row, group_key(row, record.get("messages_column") or "messages"))]
     return turns[:max_turns] if max_turns else turns, (counts.most_common(1)[0][0] if counts else None)
 
 
 def fit_context(context: list[dict], fits) -> list[dict]:
-    """The opening (through the first user message) and as many of the latest messages as ``fits`` allows;
-    a kept tail never starts with a tool result whose call was dropped."""
+    """The opening (through the first user message) and as many of the latest messages as ``fits`` allows, dropped
+    a whole model turn at a time: a kept tail never starts with a tool result whose call was dropped, nor with
+    the call piece of a turn whose text piece was dropped. The cut is found by bisection over those boundaries
+    (a shorter tail never renders longer), so a long session costs a few renders, not one per turn."""
     head = next((i + 1 for i, m in enumerate(context) if m.get("role") == "user"), min(1, len(context)))
     tail = context[head:]
-    while tail and not fits(context[:head] + tail):
-        tail = tail[1:]
-        while tail and tail[0].get("role") == "tool":
-            tail = tail[1:]
-    return context[:head] + tail
+    cuts = [0]  # where a kept tail may start: after a whole model turn (and its results) or another message
+    for i in range(1, len(tail) + 1):
+        if i == len(tail) or not (tail[i].get("role") == "tool" or tail[i].get("role") == "assistant" == tail[i - 1].get("role")):
+            cuts.append(i)
+    if fits(context[:head] + tail):
+        return context
+    low, high = 0, len(cuts) - 1  # cuts[high] (the empty tail) is taken when nothing else fits
+    while high - low > 1:
+        middle = (low + high) // 2
+        if fits(context[:head] + tail[cuts[middle]:]):
+            high = middle
+        else:
+            low = middle
+    return context[:head] + tail[cuts[high]:]
 
 
 def _schema_ok(arguments: dict, tools: list[dict], name: str) -> bool:

@@ -119,6 +119,20 @@ def shaping_features(value: object) -> set[str]:
     return found
 
 
+def model_turns(messages: list) -> list[tuple[int, int]]:
+    """(start, end) of each model turn: a run of consecutive assistant messages (text piece and call piece of one
+    turn, as a template that joins them renders it). Tool results and other roles are not part of it."""
+    turns: list[tuple[int, int]] = []
+    for index, message in enumerate(messages):
+        if message.get("role") != "assistant":
+            continue
+        if turns and turns[-1][1] == index:
+            turns[-1] = (turns[-1][0], index + 1)
+        else:
+            turns.append((index, index + 1))
+    return turns
+
+
 # --- the rules ---------------------------------------------------------------------------------------
 
 def _results_per_call(calls: list[dict], results: list[dict]) -> list[list[dict]]:

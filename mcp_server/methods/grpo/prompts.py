@@ -73,10 +73,11 @@ def ceiling(rows: list[dict], mode: str = "auto", workers: int = 2) -> dict:
 
 
 def tool_rows(rows: list[dict], stats: dict | None = None) -> list[dict]:
-    """One prompt row per assistant turn: {id: "<session>:<turn index>", prompt: the messages before the turn,
-    tools, reference: {name, arguments} of its first call, or None for an answer}. Turns whose call names a tool
-    the row does not offer are dropped; ``stats``, when given, is filled with what was written and dropped."""
-    from ...evals.kit.nextaction import _turns_of
+    """One prompt row per model turn (consecutive assistant messages are one turn): {id: "<session>:<turn index>",
+    prompt: the messages before the turn, tools, reference: {name, arguments} of its first call, or None for an
+    answer}. Turns whose call names a tool the row does not offer are dropped; ``stats``, when given, is filled
+    with what was written and dropped."""
+    from ...evals.kit.nextaction import row_turns
 
     out: list[dict] = []
     seen: dict[str, str] = {}
@@ -84,7 +85,7 @@ def tool_rows(rows: list[dict], stats: dict | None = None) -> list[dict]:
     unknown: Counter = Counter()
     offered: set[str] = set()
     for row in rows:
-        for turn in _turns_of(row, _session_id(row)):
+        for turn in row_turns(row, _session_id(row)):
             names = {t.get("function", t).get("name") for t in turn.tools}
             offered |= names
             prompt = _tool_prompt(turn, names, unknown)
