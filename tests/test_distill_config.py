@@ -144,7 +144,7 @@ def test_the_rendered_distill_script_is_its_own_file_and_compiles(tmp_path):
     assert "'trackio_group': 'distill-mixed-lmbda0.25'" in text
     sft = render_script(TrainConfig.model_validate({k: v for k, v in _cfg(tmp_path).items() if k != "teacher"}
                                                    | {"training": {}}))
-    assert "Distill" not in sft and "def check_packed_batches" in sft and "def check_packed_batches" not in text
+    assert "Distill" not in sft and "def packing_isolated" in sft and "def packing_isolated" not in text
     for name, body in (("distill.py", text), ("sft.py", sft)):
         (tmp_path / name).write_text(body)
         compiled = subprocess.run([sys.executable, "-m", "py_compile", str(tmp_path / name)], capture_output=True)

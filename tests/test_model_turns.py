@@ -179,3 +179,16 @@ def test_next_action_turns_of_the_pi_sessions_are_whole_model_turns(sessions, fa
             assert whole[:len(prompt)] == prompt, f"turn {turn.index}: the prompt is not a prefix of prompt + turn"
             checked += 1
     assert checked >= (45 if sessions["where"] == "shared" else 5)
+
+
+def test_the_mask_check_refuses_a_row_cut_between_the_text_piece_and_the_call_piece(sessions):
+    _, tokenizer, template = sessions["gemma4"]
+    messages = split_session(1)
+    whole = {"prompt": messages[:2], "completion": messages[2:4]}
+    cut = {"prompt": messages[:3], "completion": messages[3:4]}  # the prompt ends on the text piece
+    assert mc.check_dataset(tokenizer, [whole], fmt="prompt_completion", chat_template=template, template_label="g",
+                            max_length=4096)["problems"] == []
+    with pytest.raises(mc.MaskCheckError) as caught:
+        mc.check_dataset(tokenizer, [cut], fmt="prompt_completion", chat_template=template, template_label="g",
+                         max_length=4096)
+    assert "the prompt rendered alone ends in '<turn|>\\n<|turn>model\\n'" in caught.value.problem

@@ -126,14 +126,85 @@ def test_the_isolation_proof_accepts_the_replicas_and_refuses_a_leaky_model(scri
     assert not ok and "see each other" in how
 
 
-def test_the_packed_batch_check_finds_a_wrong_label(script):
+def test_the_batch_check_finds_a_wrong_label_in_padded_and_packed_batches():
+    from mcp_server.train.batchcheck import check_batches
+
     ids_a, ids_b = [5, 6, 7, 8], [9, 10, 11]
-    expected = {tuple(ids_a): [0, 0, 1, 1], tuple(ids_b): [0, 1, 1]}
-    good = {"input_ids": torch.tensor([ids_a + ids_b]), "position_ids": torch.tensor([[0, 1, 2, 3, 0, 1, 2]]),
-            "labels": torch.tensor([[-100, -100, 7, 8, -100, 10, 11]])}
-    bad = {**good, "labels": torch.tensor([[-100, 6, 7, 8, -100, 10, 11]])}  # trains a prompt token
-    trainer = types.SimpleNamespace(get_train_dataloader=lambda: [good])
-    assert script.check_packed_batches(trainer, expected) == {
-        "batches": 1, "sequences_verified": 2, "sequences_mismatched": 0, "sequences_not_in_sample": 0}
-    trainer = types.SimpleNamespace(get_train_dataloader=lambda: [bad])
-    assert script.check_packed_batches(trainer, expected)["sequences_mismatched"] == 1
+    trl_rows = [{"input_ids": ids_a, "labels": [-100, -100, 7, 8]}, {"input_ids": ids_b, "labels": [-100, 10, 11]}]
+    checked = {tuple(ids_a): [0, 0, 1, 1], tuple(ids_b): [0, 1, 1]}
+    packed = {"input_ids": [ids_a + ids_b], "position_ids": [[0, 1, 2, 3, 0, 1, 2]],
+              "labels": [[-100, -100, 7, 8, -100, 10, 11]]}
+    padded = {"input_ids": [ids_a, ids_b + [0]], "attention_mask": [[1, 1, 1, 1], [1, 1, 1, 0]],
+              "labels": [[-100, -100, 7, 8], [-100, 10, 11, -100]]}
+    for good in (packed, padded):
+        report = check_batches([good], trl_rows, checked)
+        assert report["problems"] == [] and report["verified_per_batch"] == [2]
+        assert report["checked_rows_in_dataset"] == 2 and report["checked_rows_mismatched"] == 0
+        bad = {**good, "labels": [list(r) for r in good["labels"]]}
+        bad["labels"][0][1] = 6  # trains a prompt token
+        report = check_batches([bad], trl_rows, checked)
+        assert report["sequences_mismatched"] == 1 and "other labels than TRL's row (first at token 1)" in report["problems"][0]
+    wrong_rows = [{**trl_rows[0], "labels": [-100, 6, 7, 8]}, trl_rows[1]]  # TRL itself trains the prompt token
+    report = check_batches([{**packed, "labels": [[-100, 6, 7, 8, -100, 10, 11]]}], wrong_rows, checked)
+    assert report["sequences_mismatched"] == 0 and report["checked_rows_mismatched"] == 1
+    unseen = check_batches([{"input_ids": [[1, 2, 3]], "attention_mask": [[1, 1, 1]], "labels": [[-100, 2, 3]]}],
+                           trl_rows, checked)
+    assert unseen["verified_per_batch"] == [0] and "nothing in it was verified" in unseen["problems"][0]
+
+
+@pytest.fixture(scope="module")
+def trainers(tmp_path_factory, replicas):
+    """A real SFTTrainer on the Gemma 4 replica for padded and packed batches, and the run the script's check reads."""
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    model_dir = replicas["gemma4"]
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    template, _ = mc.resolve_chat_template(tokenizer, "model", "messages", "replica", packaged=chat_templates())
+    tokenizer.chat_template = template
+    rows = [{"messages": short_conversation(i)} for i in range(24)]
+    out = {}
+    for packing in (False, True):
+        args = SFTConfig(output_dir=str(tmp_path_factory.mktemp("trainer")), max_length=256, packing=packing,
+                         per_device_train_batch_size=4, assistant_only_loss=True, report_to="none", use_cpu=True,
+                         max_steps=1, padding_free=packing)
+        trainer = SFTTrainer(model=load(model_dir, "eager"), args=args, train_dataset=Dataset.from_list(rows),
+                             processing_class=tokenizer)
+        run = types.SimpleNamespace(data={"mask_check_rows": 32, "messages_column": "messages", "tools_column": "tools"},
+                                    tokenizer=tokenizer, train_ds=rows, fmt="messages", template=template, report={})
+        out[packing] = trainer, run
+    return out
+
+
+@pytest.mark.parametrize("packing", [False, True], ids=["padded", "packed"])
+def test_the_trainers_batches_are_verified_and_a_corrupted_mask_is_caught(script, trainers, packing, capsys):
+    trainer, run = trainers[packing]
+    script.check_batches_trained(run, trainer, "the fix")
+    report = run.report["batches"]
+    assert report["batches"] == (2 if packing else 4)  # 24 rows: packed into two batches of rows, or 4 of 6 padded
+    assert min(report["verified_per_batch"]) >= 1 and report["problems"] == []
+    assert report["checked_rows_in_dataset"] == 24 and report["checked_rows_mismatched"] == 0
+
+    collate = trainer.data_collator
+
+    def trains_a_prompt_token(examples):  # the collated labels train the first token of each batch's first row
+        batch = collate(examples)
+        batch["labels"][0, 1] = batch["input_ids"][0, 1]
+        return batch
+
+    trainer.data_collator = trains_a_prompt_token
+    try:
+        with pytest.raises(SystemExit):
+            script.check_batches_trained(run, trainer, "the fix")
+    finally:
+        trainer.data_collator = collate
+    assert "other labels than TRL's row" in capsys.readouterr().out
+
+    prepared = trainer.train_dataset
+    trainer.train_dataset = prepared.map(lambda row: {"labels": [row["input_ids"][0], *row["labels"][1:]]})
+    try:  # TRL's own rows train a token the mask check says is context: the batches match them, the check does not
+        with pytest.raises(SystemExit):
+            script.check_batches_trained(run, trainer, "the fix")
+    finally:
+        trainer.train_dataset = prepared
+    assert "has other labels in TRL's tokenized data" in capsys.readouterr().out

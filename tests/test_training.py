@@ -48,6 +48,9 @@ def test_script_trains_saves_adapter_manifest_and_tracks(tmp_path, tiny_model_di
     assert manifest["dataset"]["files"][0]["sha256"] == hashlib.sha256(short_data.read_bytes()).hexdigest()
     assert manifest["libraries"]["trl"] and manifest["libraries"]["peft"]
     assert manifest["mask_check"]["problems"] == []
+    batches = manifest["mask_check"]["batches"]  # the collated batches carry TRL's labels, which are the checked masks
+    assert min(batches["verified_per_batch"]) >= 1 and batches["sequences_mismatched"] == 0
+    assert batches["checked_rows_in_dataset"] == 32 and batches["checked_rows_mismatched"] == 0
     assert "TUNEPACK_DONE" in stdout and stdout.count("TUNEPACK_METRIC") >= 8
 
     store = TrackioStore(os.environ["TRACKIO_DIR"])

@@ -52,6 +52,7 @@ def test_the_cpu_twin_trains_tracks_registers_and_evaluates(tmp_path):
     windows = manifest["mask_check"]["windows"]  # 192 tokens: each session becomes windows, every turn trained once
     assert windows["windowed"] == windows["conversations"] and windows["turns_dropped"] == {}
     assert windows["turns_trained"] == windows["assistant_turns"]
+    assert min(manifest["mask_check"]["batches"]["verified_per_batch"]) >= 1  # windows as TRL tokenized them
     assert manifest["traces"]["sessions"] == 12 and manifest["traces"]["source"] is None
     assert result.last_loss < result.first_loss
     summary = TrackioStore(result.trackio_dir).summary(project, result.trackio_run)

@@ -200,7 +200,14 @@ def end_of_turn_ids(tokenizer) -> set[int]:
 
 def tokenize_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0):
     """Token ids, the 0/1 trained mask, the rendered text and each token's character span."""
+    return _tokenize_row(tokenizer, messages, tools, chat_template, n_prompt)[:4]
+
+
+def _tokenize_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0):
+    """``tokenize_row`` and, for a prompt/completion row, the end of the prompt (rendered with the generation prompt)
+    that prompt + completion does not start with ("" when the prompt is a prefix, as TRL expects)."""
     kwargs = {"tools": tools, "chat_template": chat_template}
+    gap = ""
     if n_prompt:  # completion-only loss, and assistant-only too where the template marks the assistant (as TRL)
         prompt_ids = tokenizer.apply_chat_template(
             messages[:n_prompt], tokenize=True, add_generation_prompt=True, return_dict=True, **kwargs)["input_ids"]
@@ -213,6 +220,8 @@ def tokenize_row(tokenizer, messages, tools, chat_template: str, n_prompt: int =
             common += 1
         assistant = list(out["assistant_masks"]) if marked else [1] * len(ids)
         mask = [0] * common + assistant[common:]
+        if common < len(prompt_ids):  # TRL leaves this end of the prompt out of the training sequence
+            gap = tokenizer.decode(list(prompt_ids)[common:]) or "?"
     else:
         out = tokenizer.apply_chat_template(
             messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True, **kwargs)
@@ -220,7 +229,7 @@ def tokenize_row(tokenizer, messages, tools, chat_template: str, n_prompt: int =
     text = tokenizer.apply_chat_template(messages, tokenize=False, **kwargs)
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     offsets = [tuple(o) for o in enc["offset_mapping"]] if list(enc["input_ids"]) == ids else None
-    return ids, mask, text, offsets
+    return ids, mask, text, offsets, gap
 
 
 def turn_layout(tokenizer, chat_template: str) -> tuple[str, ...]:
@@ -411,9 +420,13 @@ class _RowCheck:
 def check_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0, eot_ids=None,
               layout=None) -> list[str]:
     """Problems with one row's mask, each a short sentence naming the turn."""
-    ids, mask, text, offsets = tokenize_row(tokenizer, messages, tools, chat_template, n_prompt)
+    ids, mask, text, offsets, gap = _tokenize_row(tokenizer, messages, tools, chat_template, n_prompt)
     if 1 not in mask:
         return ["no token is trained (the template produced an empty assistant mask)"]
+    if gap:
+        return [f"the prompt rendered alone ends in {gap!r}, which prompt + completion does not render there (TRL "
+                "drops it and trains on a context the model never sees at inference): the row is cut inside a model "
+                "turn or an exchange whose reasoning the template stops rendering"]
     if offsets is None:  # cannot map tokens to characters: keep the span-level checks only
         spans = sum(1 for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1]))
         wanted = sum(1 for m in messages[n_prompt:] if m.get("role") == "assistant")

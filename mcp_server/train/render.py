@@ -26,12 +26,13 @@ from .chat_templates import pack
 from .distributed import extra_dependencies, launch_plan
 
 HERE = Path(__file__).resolve().parent
-# standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, windows, speed,
+# standard-library modules the script carries verbatim: the marker protocol, template choice, mask check, the batch
+# check (collated batches against TRL's tokenized rows and the mask check), windows, speed,
 # the eval sandbox probe (--check-only, the preflight's job, reports what the job's machine offers) and the held-out
 # split by session (data.eval_fraction; the eval kit selects the same rows from the manifest's record) and the row
 # shaping for the training template (plain chat rows; the eval kit shapes the held-out rows it re-reads alike)
-EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/windows.py", "train/speed.py",
-            "evals/kit/probe.py", "evals/kit/heldout.py", "evals/kit/shaping.py")
+EMBEDDED = ("jobs/markers.py", "train/chat_templates.py", "train/maskcheck.py", "train/batchcheck.py", "train/windows.py",
+            "train/speed.py", "evals/kit/probe.py", "evals/kit/heldout.py", "evals/kit/shaping.py")
 
 
 def pins() -> list[str]:
