@@ -167,7 +167,9 @@ def window_conversation(messages: list, tools, count, max_length: int, context_s
     """(windows, dropped, trimmed): windows are (prompt, completion, trained assistant message indices, tokens);
     dropped are (assistant message index, reason); trimmed counts windows whose context was cut to fit."""
     plan = _Planner(messages, tools, count, max_length, context_share)
-    windows, dropped, i = [], [], 0
+    windows: list = []
+    dropped: list[tuple[int, str]] = []
+    i = 0
     while i < len(plan.units):
         start, model_end, _, is_assistant = plan.units[i]
         if not is_assistant:
