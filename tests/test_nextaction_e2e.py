@@ -115,3 +115,37 @@ def test_an_adapter_that_is_not_the_trained_one_is_refused(run, tmp_path):
         check_model({**model, "adapter": str(other)}, expected)
     with pytest.raises(KitError, match="base is"):
         check_model({**model, "base": "meta-llama/x"}, expected)
+
+
+def test_the_fast_scorer_writes_the_plain_scorers_turns_on_the_trained_replica(run):
+    """The accelerated scorer (the session's cache reused from turn to turn, turns batched and refilled) against
+    the plain one (each prompt from scratch in padded generate batches), turn by turn on the trained adapter: any
+    turn that differs is listed with the top-2 logit margin where the two part, and may only part at a near tie."""
+    import os
+
+    from support.scoring import compare
+
+    from mcp_server.evals.kit.generate import load_generator
+    from mcp_server.evals.kit.nextaction import run_model
+    from mcp_server.evals.kit.toolruns import _next_action_turns
+
+    runs = Path(os.environ["TUNEPACK_HOME"]) / "runs"
+    spec = next(s for s in (json.loads(p.read_text())["spec"] for p in runs.glob("*/eval/eval_run.json"))
+                if any(m.get("adapter") == run["adapter_path"] for m in s["models"]))
+    turns, _ = _next_action_turns(spec, lambda line: None)
+    model = next(m for m in spec["models"] if m.get("adapter"))
+    gen = load_generator(model, backend="hf")
+    max_length, max_tokens = spec["next_action"]["max_length"], 64
+    fast = run_model(gen, turns, "gemma4", max_tokens, max_length, None, engine="fast")
+    plain = run_model(gen, turns, "gemma4", max_tokens, max_length, None, engine="plain")
+    assert fast["decode"]["reused_tokens"] > 0.5 * fast["decode"]["prompt_tokens"]  # sessions read about once
+
+    assert fast["contexts"] == plain["contexts"]
+    margins, parted = compare(gen, turns, fast, plain)
+    share = sum(m > 1e-3 for m in margins) / len(margins)
+    print(f"\n{len(turns)} turns: fast {fast['seconds_per_100_turns']} s, plain {plain['seconds_per_100_turns']} s per "
+          f"100 turns; {fast['decode']}; top-2 margin > 1e-3 at {share:.1%} of {len(margins)} positions; "
+          f"turns that differ (index, session, turn, token, margin): {parted}")
+    assert share >= 0.95, "the replica is not trained enough for a turn-by-turn comparison"
+    assert all(m is not None and m < 1e-3 for *_, m in parted), parted
+    assert fast["metrics"] == plain["metrics"] or parted

@@ -39,6 +39,52 @@ def pi_session(index: int) -> list[dict]:
     return entries
 
 
+FILES = ["calc.py", "parse.py", "cli.py", "rows.py", "area.py", "sums.py", "io.py", "report.py"]
+
+
+def agent_session(index: int, requests: int = 3) -> list[dict]:
+    """A longer Pi v3 session shaped like the tutorial's: per request, each model turn says what it does and then
+    calls (read, edit, bash), the first one thinking first, the results come back, and the turn that ends the
+    request answers; the next request follows as a user message (Gemma 4 then stops rendering the earlier
+    reasoning, so a prompt is not always a prefix of the next). What the agent calls follows from the request."""
+    import random
+
+    rng = random.Random(index)
+    entries = [{"type": "session", "version": 3, "id": f"a{index}", "timestamp": "2026-11-01T10:00:00Z", "cwd": "/repo"}]
+    messages: list[dict] = []
+    for r in range(requests):
+        name, task = rng.choice(FILES), rng.choice(TASKS)
+        messages.append({"role": "user", "content": [{"type": "text", "text": f"{task} (in {name})"}]})
+        body = "".join(f"def f{k}(x):\n    return x + {k}\n\n" for k in range(rng.randint(3, 8)))
+        steps = [("read", f"Let me read {name} first:", {"path": name}, body),
+                 ("edit", f"I'll change {name} now:", {"path": name, "new": body.replace("+ 1", "- 1")}, "ok"),
+                 ("bash", "Now run its tests:", {"command": f"pytest -q tests/test_{name}"}, f"{rng.randint(2, 9)} passed")]
+        for n, (tool, text, arguments, result) in enumerate(steps[:rng.randint(2, 3)]):
+            call = f"c{r}{n}"
+            thought = [{"type": "thinking", "thinking": f"{tool} {name} next"}] if n == 0 else []
+            messages.append({"role": "assistant", "stopReason": "toolUse", "model": "pi-model", "content": [
+                *thought, {"type": "text", "text": text},
+                {"type": "toolCall", "id": call, "name": tool, "arguments": arguments}]})
+            messages.append({"role": "toolResult", "toolCallId": call, "toolName": tool,
+                             "content": [{"type": "text", "text": result}]})
+        messages.append({"role": "assistant", "stopReason": "stop", "model": "pi-model",
+                         "content": [{"type": "text", "text": f"Done: {task.lower()} in {name}."}]})
+    parent = None
+    for n, message in enumerate(messages):
+        entries.append({"type": "message", "id": f"a{index}-{n}", "parentId": parent, "timestamp": "t",
+                        "message": message})
+        parent = f"a{index}-{n}"
+    return entries
+
+
+def write_agent_sessions(folder: Path, count: int, requests: int = 3) -> Path:
+    """``count`` sessions of ``agent_session`` as Pi files in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(count):
+        (folder / f"agent-{i:03d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in agent_session(i, requests)))
+    return folder
+
+
 def write_sessions(folder: Path, count: int = 12) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(count):

@@ -1,21 +1,27 @@
 """Next action on held-out sessions: does the model call the tool the agent called, as the agent did?
 
     items, baseline_tool = next_action_items(rows, record, max_turns=200)
-    row = score_next_action(generators, items, baseline_tool, family_for, settings)
+    result = run_model(gen, items, family, max_tokens=512, max_length=4096, log=None)
 
 For every model turn of the held-out sessions (consecutive assistant messages are one turn: Gemma 4's shaping
-splits the text said before a call from the call, and its template renders them as one model turn) the prompt
-is the conversation before that turn
-(cut to the run's max_length as training windows are: the opening kept, the oldest turns after it
-dropped), the model writes one message greedily, the family parser (toolcalls.py) reads it, and it
-is scored against the recorded turn:
+splits the text said before a call from the call, and its template renders them as one model turn) the prompt is
+the conversation before that turn, as the template renders it at inference (cut to the run's max_length as
+training windows cut a session: the opening kept, the oldest whole turns after it dropped until the rest takes at
+most half the room, and that cut kept for the turns after it while they fit), the model writes that turn
+greedily, the family parser (toolcalls.py) reads it, and it is scored against the recorded turn:
 
 - action_type: a call (well-formed or not) where the agent called a tool, an answer where it answered (all turns);
-- parses: a well-formed call where the agent called a tool;
-- tool_name: the first call names the agent's tool;
+- parses: the first call is well-formed, where the agent called a tool;
+- tool_name: the first call names the agent's first tool;
 - args_valid: that call's arguments are valid against the tool's JSON schema from the session;
 - arg_keys / arg_values: the same argument names / the exact values (JSON-equal);
 - stop: an answer, no call, where the agent stopped and answered.
+
+Only the first call is scored, so generation stops at its end (or at the model's stop tokens, or max_tokens).
+The turns are scored the way an inference engine serves a session (generate.py, turndecode.py): each session's
+prompt is read once, every turn reusing the cache of the tokens its prompt shares with the turn before (computed:
+Gemma 4's turn k is not always a token prefix of turn k+1), turns of all sessions decoded together in batches
+refilled as they stop. ``engine="plain"`` scores each prompt from scratch in padded ``generate`` batches.
 
 Call metrics count over the turns where the agent called a tool, so a missing call is a miss. Every
 metric comes with n and a Wilson 95 % interval, beside the most-frequent-tool baseline (always call
@@ -34,7 +40,7 @@ from .errors import KitError
 from .heldout import HeldoutError, select
 from .intervals import rate
 from .shaping import model_turns
-from .toolcalls import Call, Parsed, family_of, parse
+from .toolcalls import CALL_ENDS, Call, Parsed, family_of, parse
 
 METRICS = ("action_type", "parses", "tool_name", "args_valid", "arg_keys", "arg_values", "stop")
 HEADLINE = "tool_name"
@@ -133,6 +139,35 @@ def fit_context(context: list[dict], fits) -> list[dict]:
     return context[:head] + tail[cuts[high]:]
 
 
+def session_contexts(turns: list[Turn], count, room: int | None) -> list[list[dict]]:
+    """The contexts of one session's turns (in order) that fit in ``room`` tokens (``count(context, tools)``), cut
+    as training windows cut a session, and kept stable so consecutive turns share their beginning: while a turn's
+    context fits from the last cut on, it starts there; when it no longer fits, the oldest whole turns are dropped
+    until what follows the opening takes at most half the room (training's window_context), and that is the new
+    cut. Cutting the fewest turns at every turn would move the start each time, and no turn could reuse the cache
+    of the one before."""
+    out: list[list[dict]] = []
+    start: int | None = None
+    for turn in turns:
+        context = turn.context
+        head = next((i + 1 for i, m in enumerate(context) if m.get("role") == "user"), min(1, len(context)))
+        if room is None:
+            out.append(context)
+            continue
+        since = start if start is not None and head <= start <= len(context) else head  # the last cut, if any
+        if count(context[:head] + context[since:], turn.tools) <= room:
+            start = since
+            out.append(context[:head] + context[since:])
+            continue
+        opening = count(context[:head], turn.tools)
+        budget = opening + max(0, room - opening) // 2
+        # the new cut lies after the last one (a context only grows): bisect over what follows it
+        kept = fit_context(context[:head] + context[since:], lambda c, t=turn.tools, b=budget: count(c, t) <= b)
+        start = len(context) - (len(kept) - head)
+        out.append(kept)
+    return out
+
+
 def _schema_ok(arguments: dict, tools: list[dict], name: str) -> bool:
     import jsonschema
 
@@ -183,15 +218,30 @@ def baseline(turns: list[Turn], tool: str | None) -> dict:
 
 
 def run_model(gen, turns: list[Turn], family: str, max_tokens: int, max_length: int | None, log: Path | None,
-              batch_size: int = 16) -> dict:
+              batch_size: int = 16, engine: str = "fast") -> dict:
     """The metrics of one loaded model on the turns, each sample written to ``log`` (jsonl) when given."""
-    def fits(context: list[dict], tools) -> bool:
-        return not max_length or len(gen.tokenizer(gen.prompt(context, tools), add_special_tokens=False)
-                                     ["input_ids"]) + max_tokens <= max_length
+    def count(context: list[dict], tools) -> int:
+        return len(gen.tokenizer(gen.prompt(context, tools), add_special_tokens=False)["input_ids"])
 
     started, judged, samples = time.monotonic(), [], []
-    contexts = [fit_context(turn.context, lambda c, t=turn.tools: fits(c, t)) for turn in turns]
-    texts = gen.complete([(c, t.tools) for c, t in zip(contexts, turns, strict=True)], max_tokens, batch_size)
+    sessions: list[list[int]] = []  # indices of the turns, grouped by session in their order
+    for i, turn in enumerate(turns):
+        if sessions and turns[sessions[-1][-1]].session == turn.session:
+            sessions[-1].append(i)
+        else:
+            sessions.append([i])
+    contexts: list[list[dict]] = [[] for _ in turns]
+    room = max_length - max_tokens if max_length else None
+    for group in sessions:
+        for i, context in zip(group, session_contexts([turns[i] for i in group], count, room), strict=True):
+            contexts[i] = context
+    prepared = time.monotonic()
+    answers = gen.complete_sessions([[(contexts[i], turns[i].tools) for i in group] for group in sessions],
+                                    max_tokens, batch_size, stop_tokens=CALL_ENDS[family], engine=engine)
+    texts: list[str] = [""] * len(turns)
+    for group, outs in zip(sessions, answers, strict=True):
+        for i, text in zip(group, outs, strict=True):
+            texts[i] = text
     for turn, context, text in zip(turns, contexts, texts, strict=True):
         pred = parse(family, text)
         hits = judge_turn(turn, pred)
@@ -203,8 +253,12 @@ def run_model(gen, turns: list[Turn], family: str, max_tokens: int, max_length: 
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text("".join(json.dumps(s, default=str) + "\n" for s in samples), encoding="utf-8")
     seconds = time.monotonic() - started
-    return {"metrics": tally(judged), "seconds": round(seconds, 2),
-            "seconds_per_100_turns": round(100 * seconds / len(turns), 2) if turns else None}
+    decoder = getattr(gen, "decoder", None)
+    return {"metrics": tally(judged), "seconds": round(seconds, 2), "outputs": texts,
+            "seconds_per_100_turns": round(100 * seconds / len(turns), 2) if turns else None,
+            "engine": "vllm" if gen.backend == "vllm" else engine, "context_seconds": round(prepared - started, 2),
+            "decode": dict(decoder.stats) if decoder is not None and engine == "fast" else None,
+            "contexts": contexts}
 
 
 def family_for(gen) -> str:

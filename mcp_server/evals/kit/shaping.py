@@ -13,8 +13,8 @@ part of an assistant message missing or moved:
 - ``llama3_1`` / ``llama3_2`` (tunepack's): one tool call per assistant message (split as for gpt-oss), no
   reasoning, and no text in a tool-calling message (the template drops it), so that text is removed;
 - ``gemma4_v5`` (tunepack's): Gemma 4 writes a message's text after the results of its calls, so text said
-  before calling moves into an assistant message of its own just before the calls — this revision renders
-  consecutive assistant messages as one model turn, text then calls;
+  before calling moves into an assistant message of its own just before the calls, with the message's reasoning
+  — this revision renders consecutive assistant messages as one model turn: thought, text, then calls;
 - ``gemma4``, ``gemma4_v2``..``v4``: the earlier revisions end the turn after such a message, so the text of a
   tool-calling message is removed (and counted) instead of teaching the model to stop before it calls.
 
@@ -182,13 +182,17 @@ def _one_call_per_message(messages: list[dict], counts: Counter) -> list[dict]:
 
 
 def _text_before_calls(messages: list[dict], counts: Counter) -> list[dict]:
-    """gemma4_v5: the text of a tool-calling message as its own assistant message just before the calls."""
+    """gemma4_v5: the text of a tool-calling message as its own assistant message just before the calls. Its
+    reasoning goes with the text, so the turn renders as the model writes it: thought, text, then the calls."""
     out: list[dict] = []
     for m in messages:
         if m.get("role") == "assistant" and m.get("tool_calls") and m.get("content"):
             counts["text_before_calls_split"] += 1
-            out.append({"role": "assistant", "content": m["content"], **({"_i": m["_i"]} if "_i" in m else {})})
-            m = dict(m, content="")
+            thought = {k: m[k] for k in ("reasoning_content", "reasoning") if m.get(k)}
+            out.append({"role": "assistant", "content": m["content"], **thought,
+                        **({"_i": m["_i"]} if "_i" in m else {})})
+            m = {k: v for k, v in m.items() if k not in thought}
+            m["content"] = ""
         out.append(m)
     return out
 

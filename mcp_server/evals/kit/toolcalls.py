@@ -40,6 +40,9 @@ FAMILIES = ("hermes", "llama3", "gemma4")
 ENDS = {"hermes": ("<|im_end|>", "<|endoftext|>"),
         "llama3": ("<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"),
         "gemma4": ("<turn|>", "<|tool_response>", "<eos>")}
+# Where one call ends (next-action stops there: what it scores is decided by the first call); Llama 3's call is the
+# whole message, so its stop tokens end it.
+CALL_ENDS = {"hermes": ("</tool_call>",), "llama3": (), "gemma4": ("<tool_call|>",)}
 PYTHON_TAG = "<|python_tag|>"
 PROBE_DATE = "26 Jul 2024"  # Llama 3.2 prints today's date unless given one
 
