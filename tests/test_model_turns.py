@@ -192,3 +192,4 @@ def test_the_mask_check_refuses_a_row_cut_between_the_text_piece_and_the_call_pi
         mc.check_dataset(tokenizer, [cut], fmt="prompt_completion", chat_template=template, template_label="g",
                          max_length=4096)
     assert "the prompt rendered alone ends in '<turn|>\\n<|turn>model\\n'" in caught.value.problem
+    assert "cut rows between model turns" in caught.value.fix

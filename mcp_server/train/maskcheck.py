@@ -34,6 +34,7 @@ END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<end_of_turn>",
 TOOL_ROLES = ("tool", "ipython")
 PROBE_TOOL, PROBE_KEY = "tp_probe_lookup", "tp_probe_query"
 PROBE_TEXT, PROBE_RESULT = "tp_probe_text", "tp_probe_result_text"
+PREFIX_PROBLEM = "the prompt rendered alone ends in"  # TRL's prefix check, failed
 
 
 class MaskCheckError(Exception):
@@ -424,9 +425,9 @@ def check_row(tokenizer, messages, tools, chat_template: str, n_prompt: int = 0,
     if 1 not in mask:
         return ["no token is trained (the template produced an empty assistant mask)"]
     if gap:
-        return [f"the prompt rendered alone ends in {gap!r}, which prompt + completion does not render there (TRL "
-                "drops it and trains on a context the model never sees at inference): the row is cut inside a model "
-                "turn or an exchange whose reasoning the template stops rendering"]
+        return [f"{PREFIX_PROBLEM} {gap!r}, which prompt + completion does not render there (TRL drops it and trains "
+                "on a context the model never sees at inference): the row is cut inside a model turn, or after an "
+                "exchange whose reasoning the template stops rendering once the completion's user message follows"]
     if offsets is None:  # cannot map tokens to characters: keep the span-level checks only
         spans = sum(1 for i, m in enumerate(mask) if m and (i == 0 or not mask[i - 1]))
         wanted = sum(1 for m in messages[n_prompt:] if m.get("role") == "assistant")
@@ -495,6 +496,13 @@ def _refuse_template(tokenizer, convs: list, fmt: str, chat_template: str, templ
 def _raise_on_findings(problems: list[str], truncated: list[int], dropped: list[int], lengths: list[int],
                        max_length: int, allow_truncation: bool) -> None:
     longest = max(range(len(lengths)), key=lengths.__getitem__)
+    cut = [p for p in problems if PREFIX_PROBLEM in p]
+    if cut:
+        raise MaskCheckError(
+            f"{len(cut)} prompt/completion rows are cut where the chat template does not end a turn, e.g. {cut[0]}.",
+            "cut rows between model turns (tunepack's windows and `traces convert --rows turn` do: consecutive "
+            "assistant messages are one turn), or give whole conversations as messages rows.",
+        )
     if problems:
         raise MaskCheckError(
             f"The assistant mask is wrong in {len(problems)} places, e.g. {'; '.join(problems[:3])}.",
