@@ -25,6 +25,16 @@ FIXTURE_PI = Path(__file__).parent / "fixtures" / "traces" / "pi"
 # family replica → (the shaping the converter applies, the training template the run renders with)
 FAMILIES = {"gemma4": ("tunepack:gemma4_v5", "gemma4_v5"), "qwen3": (None, None), "llama3": ("tunepack:llama3_2", "llama3_2")}
 MAX_LENGTH = 1024  # short windows: many boundaries on these sessions
+KEEP = 400  # messages kept of each session (the two long ones have 1,053 and 377): CI's time, hundreds of windows
+
+
+def first_messages(row: dict, count: int) -> dict:
+    """The row's first ``count`` messages, cut after a whole model turn (and its tool results) like a live session."""
+    messages = row["messages"]
+    while count < len(messages) and (messages[count]["role"] == "tool" or messages[count - 1]["role"] == "assistant"
+                                     == messages[count]["role"]):
+        count += 1
+    return {**row, "messages": messages[:count]}
 
 
 def text_piece(m: dict) -> bool:
@@ -113,7 +123,7 @@ def sessions(tmp_path_factory):
     for family, (shaping, name) in FAMILIES.items():
         path = folder / f"{family}.jsonl"
         convert([str(source)], path, ConvertOptions(template=shaping))
-        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        rows = [first_messages(json.loads(line), KEEP) for line in path.read_text().splitlines()]
         replica = build_tiny_model([str(write_jsonl(folder / f"{family}-text.jsonl", rows))], folder / family,
                                    arch=family, vocab_size=2048)
         tokenizer = AutoTokenizer.from_pretrained(replica)

@@ -31,11 +31,16 @@ def pi_session(index: int) -> list[dict]:
         {"role": "assistant", "stopReason": "stop", "model": "pi-model",
          "content": [{"type": "text", "text": f"Done: {task.lower()}."}]},
     ]
-    parent = None
+    return entries + chained(messages, f"m{index}")
+
+
+def chained(messages: list[dict], prefix: str) -> list[dict]:
+    """Pi v3 message entries, each the child of the one before."""
+    entries, parent = [], None
     for n, message in enumerate(messages):
-        entries.append({"type": "message", "id": f"m{index}-{n}", "parentId": parent, "timestamp": "t",
+        entries.append({"type": "message", "id": f"{prefix}-{n}", "parentId": parent, "timestamp": "t",
                         "message": message})
-        parent = f"m{index}-{n}"
+        parent = f"{prefix}-{n}"
     return entries
 
 
@@ -69,12 +74,7 @@ def agent_session(index: int, requests: int = 3) -> list[dict]:
                              "content": [{"type": "text", "text": result}]})
         messages.append({"role": "assistant", "stopReason": "stop", "model": "pi-model",
                          "content": [{"type": "text", "text": f"Done: {task.lower()} in {name}."}]})
-    parent = None
-    for n, message in enumerate(messages):
-        entries.append({"type": "message", "id": f"a{index}-{n}", "parentId": parent, "timestamp": "t",
-                        "message": message})
-        parent = f"a{index}-{n}"
-    return entries
+    return entries + chained(messages, f"a{index}")
 
 
 def write_agent_sessions(folder: Path, count: int, requests: int = 3) -> Path:
