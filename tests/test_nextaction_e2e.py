@@ -58,7 +58,11 @@ def test_the_held_out_sessions_are_recorded_and_scored_turn_by_turn(run):
     assert held["by"] == "session" and len(held["groups"]) == 24 and held["total_groups"] == 80
     row = _row(run, "next-action")
     adapter, base, floor = row["metrics"]["adapter"], row["metrics"]["base"], row["baseline"]["metrics"]
-    assert row["n"] >= 50 and adapter["tool_name"]["n"] >= 50  # every assistant turn; call metrics on the calls
+    assert row["n"] >= 50 and adapter["tool_name"]["n"] >= 50  # every model turn; call metrics on the calls
+    saved = next(r for r in json.loads(Path(run["eval"]["results_path"]).read_text())["tasks"]
+                 if r["task"] == "next-action")
+    for label in ("base", "adapter"):  # scored with each session's cache carried from turn to turn
+        assert saved["decode"][label]["engine"] == "fast" and saved["decode"][label]["reused_tokens"] > 0
     for metric in adapter.values():
         assert metric["low"] <= (metric["score"] or 0) <= metric["high"]
     assert base["parses"]["score"] == 0.0  # the untrained replica writes no call

@@ -168,6 +168,7 @@ def _score_models(spec: dict, tasks: list[str], rows: dict, inputs: dict, progre
                                    log)
                 row["seconds_per_100_turns"] = {**row.get("seconds_per_100_turns", {}),
                                                 label: result["seconds_per_100_turns"]}
+                row["decode"] = {**row.get("decode", {}), label: {"engine": result["engine"], **(result["decode"] or {})}}
             elif task == AGENT:
                 result = _agent_result(gen, family, spec, inputs["box"], inputs["agent"], label, logs)
                 log = logs / f"{AGENT}-{label}" if logs else None
