@@ -138,7 +138,8 @@ def cmd_validate(args) -> None:
     if args.json:
         print_json(cfg.model_dump(mode="json"))
     else:
-        print(f"ok: {args.config} is valid — model {cfg.model.name}, data {cfg.data.hub_id or ', '.join(cfg.data.path)}")
+        print(f"ok: {args.config} is valid — model {cfg.model.name}, data {cfg.data.hub_id or ', '.join(cfg.data.path)} "
+              f"(format {cfg.data.format})")
         if args.show:
             print(dump_config(cfg), end="")
 
@@ -378,7 +379,7 @@ def cmd_data(args) -> None:
 
         print_json(inspect_dataset([args.path]).model_dump())
     else:
-        from ..train.preview import preview_row
+        from ..pipeline.preview import preview_row
 
         result = preview_row(args.path, args.row)
         print(result["preview"])

@@ -24,6 +24,7 @@ from pydantic_core import ErrorDetails
 from ..errors import ConfigError, DataError, usable_path
 from ..guard_paths import Rules, refuse_credential
 from ..redact import redact_text
+from ..sniff import session_format
 from ..walk import walk_files
 from .schema import HUB_ID, TrainConfig
 
@@ -212,6 +213,27 @@ def _resolve_data_paths(cfg: TrainConfig, base: Path) -> list[str]:
     return resolved
 
 
+def _sessions_as_traces(cfg: TrainConfig, base: Path) -> TrainConfig:
+    """Raw agent sessions in data.path are read as sessions: with data.format auto the config becomes a traces
+    config (its defaults follow, next-action among them); an explicit row format over sessions is refused."""
+    if cfg.data.format == "traces" or not cfg.data.path:
+        return cfg
+    for entry in cfg.data.path:
+        p = _absolute(entry, base)
+        kind = session_format(refuse_credential(p, "data.path")) if p.exists() else None
+        if kind is None:
+            continue
+        if cfg.data.format != "auto":
+            raise DataError(f"data.path '{entry}' holds raw {kind} agent sessions, but data.format is "
+                            f"'{cfg.data.format}', which reads chat rows.",
+                            "set data.format: traces (or leave it out: auto reads sessions as traces); tunepack "
+                            "converts them at run time, or convert them first with `tunepack traces convert`.")
+        raw = cfg.model_dump(exclude_unset=True)
+        raw["data"]["format"] = "traces"
+        return TrainConfig.model_validate(raw)
+    return cfg
+
+
 def _resolve_model_name(name: str, base: Path) -> str:
     """A local model folder's absolute path; a Hub id (or anything not local) unchanged."""
     p = _absolute(name, base)
@@ -263,6 +285,7 @@ def _resolve_eval(cfg: TrainConfig, base: Path) -> None:
 def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
     """Return a copy whose local paths are absolute and known to exist."""
     base = Path(base_dir).resolve()
+    cfg = _sessions_as_traces(cfg, base)
     cfg = cfg.model_copy(deep=True)
     if cfg.data.path:
         cfg.data.path = _resolve_data_paths(cfg, base)

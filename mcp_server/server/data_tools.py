@@ -54,16 +54,16 @@ def data_mask_preview(config_path: ConfigPath,
     load_config(config_path)  # a config that does not load fails here, not after the preview process imported torch
     python = settings.job_python() or LocalBackend().python or sys.executable
     try:
-        done = subprocess.run([python, "-m", "mcp_server.train.preview", config_path, "--row", str(row)],
+        done = subprocess.run([python, "-m", "mcp_server.pipeline.preview", config_path, "--row", str(row)],
                               capture_output=True, text=True, timeout=PREVIEW_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         raise DataError(f"The mask preview took longer than {PREVIEW_TIMEOUT_S} s (first use builds or downloads "
                         "the tokenizer).", "call it again (the tokenizer is cached now), or run "
-                        f"`python -m mcp_server.train.preview {config_path} --row {row}`.") from None
+                        f"`python -m mcp_server.pipeline.preview {config_path} --row {row}`.") from None
     if done.returncode != 0 or not done.stdout.strip():
         tail = " ".join(done.stderr.strip().splitlines()[-3:])
-        raise redact_error(DataError(f"The mask preview failed: {tail}",
-                                     "install the training extra (pip install -e '.[train]') and check the config."))
+        raise redact_error(DataError(f"The mask preview process failed: {tail}",
+                                     f"run `tunepack data preview {config_path} --row {row}` to see the whole error."))
     result = json.loads(done.stdout.strip().splitlines()[-1])
     if "error" in result:
         raise redact_error(DataError(result["error"]["problem"], result["error"]["fix"]))

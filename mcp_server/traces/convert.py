@@ -96,6 +96,38 @@ def convert(paths: Sequence[str | Path], out: str | Path | None, opts: ConvertOp
     return result
 
 
+def files_digest(paths: list[str], opts: ConvertOptions, extra: str = "") -> str:
+    """A key for converted rows: the options, ``extra`` and every file's path, size and time under ``paths``."""
+    import hashlib
+
+    digest = hashlib.sha256((opts.model_dump_json() + extra).encode())
+    for entry in paths:
+        root = Path(entry)
+        for path in sorted([root] if root.is_file() else (p for p in root.rglob("*") if p.is_file())):
+            stat = path.stat()
+            digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def local_rows(path: str | Path) -> tuple[Path, str] | None:
+    """(chat rows, harness) of a local file or folder of raw agent sessions, converted with the default options
+    once per state of its files (under TUNEPACK_HOME/traces); None when it holds no sessions (chat rows, other
+    data). What data_inspect and the viewer read for a session folder, as training with data.format traces does."""
+    from ..home import home_dir
+    from ..sniff import session_format
+
+    root = Path(path).expanduser()
+    kind = session_format(root) if root.exists() else None
+    if kind is None:
+        return None
+    opts = ConvertOptions()
+    folder = home_dir("traces", "local-" + files_digest([str(root.resolve())], opts))
+    rows = folder / "rows.jsonl"
+    if not rows.is_file():
+        convert([str(root)], rows, opts)
+    return rows, kind
+
+
 def converted_rows(ref: str) -> Path:
     """The chat rows of a Hub repo of sessions (default conversion options), converted once per commit:
     what data_inspect and viewer_traces read for an ``hf://datasets/…`` reference."""

@@ -23,72 +23,8 @@ from pathlib import Path
 
 from ..errors import TraceError
 from ..guard_paths import Rules, refuse_credential
+from ..sniff import DB_SUFFIXES, SUFFIXES, is_storage_root, sniff
 from ..walk import walk_files
-from .jsonl import first_object
-from .opencode import is_sqlite_store, is_storage_root
-
-CODEX_TYPES = {"session_meta", "response_item", "turn_context", "event_msg", "compacted"}
-CLAUDE_TYPES = {"user", "assistant", "summary", "file-history-snapshot", "queue-operation", "last-prompt", "system",
-                "attachment", "progress", "permission-mode", "mode", "custom-title", "ai-title", "agent-name"}
-CHAT_KEYS = ("messages", "conversations", "traj", "conversation")
-SUFFIXES = (".jsonl", ".json")
-DB_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-
-
-def _is_hermes(obj: dict) -> bool:
-    """A Hermes transcript's meta line, a `hermes sessions export` row or a CLI session log."""
-    if obj.get("role") == "session_meta":
-        return True
-    if not isinstance(obj.get("messages"), list):
-        return False
-    export = "source" in obj and "started_at" in obj
-    return export or ("session_id" in obj and ("session_start" in obj or "platform" in obj))
-
-
-def _format_of(obj: dict) -> str | None:
-    kind = obj.get("type") if isinstance(obj.get("type"), str) else None
-    if kind == "session" and "id" in obj:
-        return "pi"
-    if kind == "session_start" and "id" in obj:
-        return "droid"
-    if kind in CODEX_TYPES and isinstance(obj.get("payload"), dict):
-        return "codex"
-    if kind in CLAUDE_TYPES and ("uuid" in obj or "sessionId" in obj or kind in ("summary", "file-history-snapshot")):
-        return "claude-code"
-    if _is_hermes(obj):
-        return "hermes"
-    if isinstance(obj.get("info"), dict) and isinstance(obj.get("messages"), list):
-        return "opencode"
-    if any(isinstance(obj.get(k), list) for k in CHAT_KEYS):
-        return "openai"
-    return None
-
-
-def _sniff_objects(objects: list[dict]) -> str | None:
-    return next((fmt for fmt in map(_format_of, objects) if fmt), None)
-
-
-def sniff(path: Path) -> str | None:
-    """The format of one file, or None when it is not a session file tunepack knows."""
-    if path.suffix in DB_SUFFIXES:
-        return "opencode" if is_sqlite_store(path) else None
-    if path.suffix == ".jsonl":
-        return _sniff_objects(first_object(path))
-    if path.suffix == ".json":
-        try:
-            head = path.read_text(encoding="utf-8", errors="replace")[:65536].lstrip()
-        except OSError:
-            return None
-        if head.startswith("["):  # an array of rows: OpenAI chat / ShareGPT
-            return "openai"
-        import json
-
-        try:
-            value = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-        except ValueError:
-            return None
-        return _sniff_objects([value]) if isinstance(value, dict) else None
-    return None
 
 
 def _walk(folder: Path, out: list[Path]) -> None:

@@ -15,30 +15,8 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..sniff import decode_line, first_object  # noqa: F401  (moved there: the config loader sniffs too)
 from .stats import FileReport
-
-_DECODER = json.JSONDecoder()
-
-
-def decode_line(text: str) -> tuple[list[dict], bool]:
-    """The objects on one line and whether the line was clean (exactly one JSON object)."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        pass
-    else:
-        return ([value], True) if isinstance(value, dict) else ([], False)
-    found, pos = [], 0
-    while pos < len(text):
-        try:
-            value, pos = _DECODER.raw_decode(text, pos)
-        except ValueError:
-            break
-        if isinstance(value, dict):
-            found.append(value)
-        while pos < len(text) and text[pos] in " \t\r\n":
-            pos += 1
-    return found, False
 
 
 def read_jsonl(path: Path, report: FileReport) -> Iterator[tuple[int, dict]]:
@@ -65,16 +43,3 @@ def read_json(path: Path, report: FileReport) -> object | None:
     except ValueError:
         report.malformed(1)
         return None
-
-
-def first_object(path: Path, max_lines: int = 30) -> list[dict]:
-    """Up to ``max_lines`` decodable objects from the head of a JSON Lines file (format detection)."""
-    found: list[dict] = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(max_lines), handle, strict=False):
-                if line.strip():
-                    found.extend(decode_line(line.strip())[0])
-    except OSError:
-        return []
-    return found

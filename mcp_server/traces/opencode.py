@@ -25,6 +25,7 @@ import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..sniff import is_sqlite_store, is_storage_root  # noqa: F401  (moved there: the config loader sniffs too)
 from .jsonl import read_json
 from .model import Call, Conversation, ConvertOptions, Msg, as_text
 from .stats import FileReport
@@ -35,10 +36,6 @@ class Store:
     sessions: dict[str, dict] = field(default_factory=dict)
     messages: dict[str, list[dict]] = field(default_factory=dict)  # session id → message infos
     parts: dict[str, list[dict]] = field(default_factory=dict)  # message id → parts
-
-
-def is_storage_root(folder: Path) -> bool:
-    return (folder / "message").is_dir() and ((folder / "session").is_dir() or (folder / "part").is_dir())
 
 
 def _json_file(path: Path, report: FileReport) -> dict | None:
@@ -77,18 +74,6 @@ def _loads(text, report: FileReport) -> dict | None:
         report.add("malformed_row")
         return None
     return value if isinstance(value, dict) else None
-
-
-def is_sqlite_store(path: Path) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            if handle.read(16) != b"SQLite format 3\x00":
-                return False
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            names = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        return {"message", "part"} <= names
-    except (OSError, sqlite3.Error):
-        return False
 
 
 def load_sqlite(path: Path, report: FileReport) -> Store:

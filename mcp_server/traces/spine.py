@@ -25,13 +25,12 @@ Usage (YAML):
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from ..config import TrainConfig
 from ..home import home_dir
-from .convert import convert
+from .convert import convert, files_digest
 from .model import DROPPER_TEMPLATES, KEEPER_TEMPLATES, ConvertOptions
 
 ROWS_FILE = "traces.jsonl"
@@ -63,17 +62,12 @@ def sources(cfg: TrainConfig) -> list[str]:
 
 
 def _digest(cfg: TrainConfig, opts: ConvertOptions) -> str:
-    digest = hashlib.sha256(opts.model_dump_json().encode())
+    extra = ""
     if cfg.data.hub_id:  # a branch moves: the commit it points at now is part of the key
         from .hub import _commit
 
-        digest.update(f"{cfg.data.hub_id}@{_commit(cfg.data.hub_id, cfg.data.revision)}".encode())
-    for entry in cfg.data.path:
-        root = Path(entry)
-        for path in sorted([root] if root.is_file() else (p for p in root.rglob("*") if p.is_file())):
-            stat = path.stat()
-            digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()[:16]
+        extra = f"{cfg.data.hub_id}@{_commit(cfg.data.hub_id, cfg.data.revision)}"
+    return files_digest(list(cfg.data.path), opts, extra)
 
 
 def training_config(cfg: TrainConfig, out_dir: str | Path | None = None) -> TrainConfig:

@@ -88,16 +88,32 @@ def inspect_dataset(paths: list[str], messages_column: str = "messages", tools_c
         return shown(_inspect(paths, messages_column, tools_column))
 
 
+def _session_rows(paths: list[str]) -> tuple[list[str], list[str]]:
+    """(what to read, notes): raw agent sessions, on a Hub repo (hf://datasets/NS/NAME[@REV]) or here, replaced by
+    the chat rows they convert to; other paths as they are."""
+    from ..traces.convert import converted_rows, local_rows
+    from ..traces.hub import PREFIX
+
+    read, notes = [], []
+    for p in paths:
+        if str(p).startswith(PREFIX):
+            read.append(str(converted_rows(p)))
+        elif (found := local_rows(p)) is not None:
+            read.append(str(found[0]))
+            notes.append(f"'{p}' holds raw {found[1]} agent sessions: shown as the chat rows tunepack converts them to "
+                         f"(default options; data.format traces trains on the same): {found[0]}")
+        else:
+            read.append(p)
+    return read, notes
+
+
 def _inspect(paths: list[str], messages_column: str, tools_column: str) -> DatasetReport:
     import duckdb
 
-    from ..traces.convert import converted_rows
-    from ..traces.hub import PREFIX
     from ..train.data import read_local_rows
 
-    # a Hub repo of raw agent sessions (hf://datasets/NS/NAME[@REV]): the chat rows it converts to
-    paths = [str(converted_rows(p)) if str(p).startswith(PREFIX) else p for p in paths]
-    files = _files(paths)
+    read, notes = _session_rows(paths)
+    files = _files(read)
     con = duckdb.connect()
     columns: dict[str, str] = {}
     total = 0
@@ -115,7 +131,7 @@ def _inspect(paths: list[str], messages_column: str, tools_column: str) -> Datas
         if len(rows) >= MAX_ROWS_SCANNED:
             break
         rows += read_local_rows(str(f))[: MAX_ROWS_SCANNED - len(rows)]
-    notes, stats, fmt = [], None, None
+    stats, fmt = None, None
     try:
         fmt = detect_format(columns, messages_column)
     except MaskCheckError as exc:

@@ -6,7 +6,9 @@ Layouts, as the ``datasets`` library names them:
   dataset → "train");
 - a ``datasets`` cache folder (``dataset_info.json`` next to ``<builder>-<split>[-NNNNN-of-NNNNN].arrow``);
 - any other folder: data files grouped by the split keyword in their path (``train*.jsonl``,
-  ``data/test-0000.parquet``, ``validation/…``); with no keyword anywhere, every file is "train".
+  ``data/test-0000.parquet``, ``validation/…``); with no keyword anywhere, every file is "train";
+- a file or folder of raw agent sessions (Pi, Claude Code, Codex, OpenCode, Factory Droid, Hermes): the chat rows
+  tunepack converts them to (default options, cached per state of the files), as split "train".
 
 The revision is a hash of every data file's path, size and mtime: a changed file means a new
 revision, and the twin rebuilds its export and indexes.
@@ -117,6 +119,10 @@ def find_layout(path: str) -> Layout:
     """The splits of a local dataset path, or a ViewerError (ResponseNotFound) saying what is wrong; InputError
     for a credential file or folder (before anything is read)."""
     root = refuse_credential(Path(path).expanduser(), "dataset")
+    from ..traces.convert import local_rows
+
+    if (sessions := local_rows(root)) is not None:  # raw agent sessions: the chat rows tunepack converts them to
+        return Layout(sessions[0], "sessions", [SplitFiles("train", [sessions[0]])])
     if root.is_file():
         if root.suffix.lower() not in SUFFIXES:
             raise ViewerError(f"'{path}' is not a data file the twin reads.",

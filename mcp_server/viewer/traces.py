@@ -169,6 +169,13 @@ def _trace_view(backend: ViewerBackend, dataset: str, config: str, split: str, c
         view = _trace_view(TwinViewer(), str(rows), "default", "train", "messages", max_rows)
         return view.model_copy(update={"dataset": dataset, "notes": view.notes + [
             f"raw agent sessions converted to chat rows with the default options ({rows})"]})
+    if getattr(backend, "source", None) == "local":
+        from ..traces.convert import local_rows
+
+        if (found := local_rows(dataset)) is not None:  # the twin reads the converted rows for a session folder
+            view = _trace_view(backend, str(found[0]), config, split, "messages", max_rows)
+            return view.model_copy(update={"dataset": dataset, "notes": view.notes + [
+                f"raw {found[1]} agent sessions converted to chat rows with the default options ({found[0]})"]})
     total = backend.rows(dataset, config, split, 0, 0).num_rows_total
     tally, scanned = _Tally(), 0
     for row_idx, row in backend.iter_rows(dataset, config, split, max_rows, [column]):

@@ -2,7 +2,10 @@
 
 Runs as its own process (the MCP server never imports transformers); prints one JSON object.
 
-Usage: python -m mcp_server.train.preview CONFIG [--row N] [--chars 6000]
+Raw agent sessions (data.format traces, or auto over a session folder) are converted first, as a run converts them
+(cached), so the row shown is a row training reads.
+
+Usage: python -m mcp_server.pipeline.preview CONFIG [--row N] [--chars 6000]
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ def preview_row(config_path: str, row: int = 0, chars: int = 6000) -> dict:
     from ..config import load_config
     from ..errors import DataError
     from ..resources import chat_templates
-    from . import maskcheck as mc
-    from .data import read_local_rows
-    from .tiny_model import ensure_tiny_model
+    from ..traces.spine import training_config
+    from ..train import maskcheck as mc
+    from ..train.data import read_local_rows
+    from ..train.tiny_model import ensure_tiny_model
 
-    cfg = load_config(config_path)
+    cfg = training_config(load_config(config_path))  # raw sessions: the converted rows a run trains on
     if not cfg.data.path:
         raise DataError("The mask preview reads local data files, and this config uses data.hub_id.",
                         "download a few rows to a .jsonl file and point data.path at it for the preview.")
@@ -65,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--chars", type=int, default=6000)
     args = parser.parse_args(argv)
     from ..errors import TunepackError
-    from .maskcheck import MaskCheckError
+    from ..train.maskcheck import MaskCheckError
 
     try:
         result = preview_row(args.config, args.row, args.chars)
@@ -73,6 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         result = {"error": exc.to_dict()}
     except MaskCheckError as exc:
         result = {"error": {"kind": "data", "problem": exc.problem, "fix": exc.fix}}
+    except ImportError as exc:
+        result = {"error": {"kind": "data", "problem": f"The mask preview needs {exc.name or 'a package'}, which is "
+                            "not installed where it runs.", "fix": "install the training extra: pip install -e "
+                            "'.[train]' (or pip install 'tunepack[train]')."}}
+    except Exception as exc:  # noqa: BLE001 - a tokenizer or template error: say what it was, not a traceback
+        result = {"error": {"kind": "data", "problem": f"The mask preview failed: {type(exc).__name__}: "
+                            f"{str(exc)[:300]}", "fix": "check data.path, model.name and chat_template in the "
+                            "config (tunepack validate CONFIG); a template error names the message it refused."}}
     print(json.dumps(result))
     return 0
 
