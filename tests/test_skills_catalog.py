@@ -40,3 +40,32 @@ def test_shipped_skills_are_found_without_the_env(monkeypatch):
     names = {s.name for s in list_skills()}
     assert {"tunepack-pipeline", "tunepack-sft", "tunepack-hf-jobs", "tunepack-trackio", "tunepack-viewer",
             "tunepack-evaluation", "tunepack-traces"} <= names
+
+
+def test_every_shipped_skill_reads_to_its_end_through_its_pages(monkeypatch):
+    """A client with no shell reads the whole of a long skill by following the offset each cut page names."""
+    import re
+
+    from mcp_server.skills.catalog import MAX_READ
+
+    monkeypatch.delenv("TUNEPACK_SKILLS_DIR", raising=False)
+    for skill in list_skills():
+        whole = (skills_root() / skill.name / "SKILL.md").read_text(encoding="utf-8")
+        pages, offset = [], 0
+        while True:
+            page = read_skill(skill.name, offset=offset)
+            found = re.search(r"\n… \[characters \d+–(\d+) of \d+ of SKILL\.md; the rest: skills_read\(name='"
+                              + re.escape(skill.name) + r"', offset=(\d+)\)", page)
+            if not found:
+                pages.append(page)
+                break
+            assert len(page) <= MAX_READ + 400 and found.group(1) == found.group(2)
+            pages.append(page[:found.start()])
+            offset = int(found.group(2))
+        assert "".join(pages) == whole, skill.name
+    section = read_skill("tunepack-sft", section="pitfalls")
+    assert section.startswith("## Pitfalls") and "P-012" in section
+    with pytest.raises(SkillError, match="no heading containing 'nothing like it'"):
+        read_skill("tunepack-sft", section="nothing like it")
+    with pytest.raises(SkillError, match="past the end"):
+        read_skill("tunepack-sft", offset=10**6)

@@ -35,8 +35,8 @@ class EvalSection(Section):
     sandbox: Literal["auto", "namespaces", "confined", "docker", "unsafe-host"] = Field(
         "auto",
         description="Where generated code runs: auto (namespaces where they work, else confined), namespaces "
-        "(Linux namespaces + cgroups, as root), confined (no namespaces needed, e.g. HF Jobs: a uid per worker, "
-        "Landlock, seccomp, rlimits), docker, or unsafe-host (no isolation: only knowingly; labelled).",
+        "(namespaces + cgroups, as root), confined (HF Jobs: a uid per worker, Landlock, seccomp), docker, or "
+        "unsafe-host (no isolation; labelled).",
     )
     timeout_s: float = Field(10.0, gt=0, le=300, description="Wall-clock limit per program.")
     memory_mb: int = Field(512, ge=64, le=16384, description="Memory limit per program.")

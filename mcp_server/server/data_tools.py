@@ -34,15 +34,14 @@ class MaskPreview(BaseModel):
 
 
 @guarded
-def data_inspect(path: Annotated[str, Field(description="A .jsonl/.json/.parquet file or a folder of them, or a "
-                                            "Hub repo of raw agent sessions as hf://datasets/NS/NAME[@REV] "
-                                            "(downloaded and converted to chat rows).")],
+def data_inspect(path: Annotated[str, Field(description="A .jsonl/.json/.parquet file or folder, a folder of raw "
+                                            "agent sessions, or a Hub repo of them: hf://datasets/NS/NAME[@REV].")],
                  messages_column: Annotated[str, Field(description="Column holding the conversations.")]
                  = "messages",
                  tools_column: Annotated[str, Field(description="Column holding tool schemas.")] = "tools"
                  ) -> DatasetReport:
-    """Columns, row count, message roles, tool-call structure and problems of a local dataset (secrets in what it
-    shows are redacted; credential files such as ~/.codex/auth.json or .env are refused)."""
+    """Columns, row count, message roles, tool-call structure and problems of a dataset; raw sessions are read as
+    the chat rows they convert to (secrets redacted; credential files refused)."""
     return inspect_dataset([path], messages_column, tools_column)
 
 

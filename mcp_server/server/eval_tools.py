@@ -66,9 +66,9 @@ def eval_start(ctx: Context, name: Name, approval: EvalApproval, version: Versio
                                                                     "section (default: tasks [humaneval]).")] = None,
                backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
                approval_token: ApprovalToken = None) -> SpendResult:
-    """Evaluate a registry version (base model vs base + adapter) on code benchmarks with Inspect, generated
-    code run in a sandbox, after a contamination check against its training data. Returns at once with the
-    job id; results go into the version's model card. Paid flavors need human approval."""
+    """Evaluate a registry version (base vs base + adapter) on its eval.tasks, generated code in a sandbox, after a
+    contamination check against its training data. Returns the job id at once; results go into the version's
+    model card. Paid flavors need a human's yes."""
     from ..evals.service import start_eval
 
     started = start_eval(name, version, ev=eval or EvalSection(tasks=["humaneval"]),

@@ -66,8 +66,8 @@ def jobs_submit(ctx: Context, approval: SpendApproval, placed: PlacedConfig,
 
 @guarded
 def jobs_status(job_id: JobId, backend: Backend = "local") -> JobView:
-    """Stage, training progress, outcome or error of one job (a finished HF training job is recorded in
-    the registry with its Hub repo + commit)."""
+    """Stage, progress, outcome or error of one job (a finished HF training job is registered with its Hub
+    commit)."""
     b = get_backend(backend)
     return _settled(b, describe(b, job_id))
 
@@ -75,8 +75,8 @@ def jobs_status(job_id: JobId, backend: Backend = "local") -> JobView:
 @guarded
 def jobs_logs(job_id: JobId, backend: Backend = "local",
               tail: Annotated[int, Field(description="Last N lines (at most 200).", ge=1)] = 100,
-              since: Annotated[int | None, Field(description="Line index to page from (next_since of the "
-                                                             "previous call).", ge=0)] = None) -> LogsView:
+              since: Annotated[int | None, Field(description="Page from this line (the last call's next_since).",
+                                                 ge=0)] = None) -> LogsView:
     """A bounded page of a job's log: the tail, or the lines after a cursor."""
     return shown(read_logs(get_backend(backend), job_id, tail=tail, since=since))  # a script may print a secret
 
@@ -107,7 +107,7 @@ async def jobs_wait(job_id: JobId, ctx: Context, backend: Backend = "local",
                     timeout_s: Annotated[float, Field(description=f"Wait at most this long (≤ {MAX_WAIT_S} s); "
                                                       "call again to keep waiting.", gt=0, le=MAX_WAIT_S)] = 30
                     ) -> JobView:
-    """Wait (bounded) for a job to end, sending progress notifications with the training step and loss."""
+    """Wait (bounded) for a job to end, with progress notifications (step, loss)."""
     b = get_backend(backend)
     deadline = anyio.current_time() + timeout_s
     last = None

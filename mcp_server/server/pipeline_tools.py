@@ -108,8 +108,8 @@ PlacedConfig = Annotated[Placed, Resolve(place)]
 
 @guarded
 def pipeline_validate(config_path: ConfigPath) -> ValidateResult:
-    """Check a training config: keys, types, combinations and local paths. Errors name the key, the
-    value and the fix."""
+    """Check a training config: keys, types, combinations, paths (session folders read as traces). Errors name
+    the key, value and fix."""
     cfg = load_config(config_path)
     return ValidateResult(ok=True, config=cfg.model_dump(mode="json"), registry_name=cfg.registry_name,
                           run_name_base=cfg.run_name, config_hash=config_hash(cfg))

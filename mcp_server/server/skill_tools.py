@@ -18,10 +18,11 @@ def skills_list() -> list[SkillInfo]:
 
 @guarded
 def skills_read(name: Annotated[str, Field(description="Skill name from skills_list.")],
-                file: Annotated[str | None, Field(description="A file of the skill (default SKILL.md).")] = None
-                ) -> str:
-    """Read a skill's SKILL.md (or one of its reference files)."""
-    return read_skill(name, file)
+                file: Annotated[str | None, Field(description="A file of the skill (default SKILL.md).")] = None,
+                offset: Annotated[int, Field(description="Read on from here (a cut page says).", ge=0)] = 0,
+                section: Annotated[str | None, Field(description="Only this heading's part.")] = None) -> str:
+    """Read a skill's SKILL.md (or another of its files), a page at a time."""
+    return read_skill(name, file, offset, section)
 
 
 @guarded
@@ -32,9 +33,8 @@ def skills_add_pitfall(skill: Annotated[str, Field(description="Skill the pitfal
                        evidence: Annotated[str, Field(description="A job id, log line or error message.")] = "",
                        source: Annotated[str, Field(description="Who found it (agent/harness name, run).")]
                        = "agent") -> PitfallResult:
-    """Record a pitfall no skill warned about, so the next run does not repeat it. A near-duplicate returns
-    the existing entry's id instead of adding a second. Secrets are redacted; the skill's patch version is
-    bumped; the result says which files were written."""
+    """Record a pitfall no skill warned about, so the next run does not repeat it (a near-duplicate returns the
+    existing entry's id; secrets redacted; the skill's patch version bumped)."""
     return add_pitfall(skill, symptom=symptom, cause=cause, fix=fix, evidence=evidence, source=source)
 
 

@@ -179,9 +179,9 @@ def viewer_traces(source: Source, dataset: Dataset, config: Config = "default", 
                   column: Annotated[str, Field(description="Column holding the conversations.")] = "messages",
                   max_rows: Annotated[int | None, Field(description="Rows to scan (default 20000 local, 1000 hf).",
                                                         ge=1, le=1_000_000)] = None) -> TraceView:
-    """The shape of agent traces in a messages column: role-sequence counts (repeats folded, e.g.
-    system>user>(assistant>tool)×3>assistant), and per tool name the calls, argument keys, arguments given as
-    a JSON string vs a dict, and calls without a tool result; plus rows without an assistant turn."""
+    """The shape of agent traces (a messages column, or a folder of raw sessions): role-sequence counts (repeats
+    folded, e.g. user>(assistant>tool)×3>assistant), per tool the calls, argument keys, string vs dict arguments
+    and calls without a result; rows without an assistant turn."""
     limit = max_rows or (20000 if source == "local" else 1000)
     return fit_traces(_bounded(dataset, lambda: trace_view(_backend(source), dataset, config, split, column, limit)))
 

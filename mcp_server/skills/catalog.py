@@ -67,12 +67,37 @@ def list_skills() -> list[SkillInfo]:
     return out
 
 
-def read_skill(name: str, file: str | None = None) -> str:
+def read_skill(name: str, file: str | None = None, offset: int = 0, section: str | None = None) -> str:
+    """A skill's SKILL.md (or one of its files), at most MAX_READ characters from ``offset`` (cut at a line end);
+    a page that does not reach the end says the offset to read on from. ``section``: only the part under the
+    heading that contains those words (the headings are listed when none does)."""
     folder = skill_dir(name)
     target = (folder / (file or "SKILL.md")).resolve()
     if folder.resolve() not in target.parents or not target.is_file():
         raise SkillError(f"'{file}' is not a file of skill '{name}'.", "use one of the files skills_list shows for it.")
     text = target.read_text(encoding="utf-8")
-    if len(text) > MAX_READ:
-        text = text[:MAX_READ] + f"\n… [cut at {MAX_READ} characters of {len(text)}; read the file {target} for the rest]"
-    return text
+    where = file or "SKILL.md"
+    if section:
+        text, where = _section(text, section, name, where), f"{where}, section '{section}'"
+    if offset < 0 or (offset and offset >= len(text)):
+        raise SkillError(f"offset {offset} is past the end of {where} of skill '{name}' ({len(text)} characters).",
+                         "read from offset 0, or the offset the last page named.")
+    if len(text) - offset <= MAX_READ:
+        return text[offset:]
+    end = text.rfind("\n", offset, offset + MAX_READ) + 1 or offset + MAX_READ
+    args = f"name='{name}'" + (f", file='{file}'" if file else "") + (f", section='{section}'" if section else "")
+    return (text[offset:end] + f"\n… [characters {offset}–{end} of {len(text)} of {where}; the rest: "
+            f"skills_read({args}, offset={end}), or `tunepack skills read {name}"
+            + (f" {file}" if file else "") + (f" --section '{section}'" if section else "") + f" --offset {end}`]")
+
+
+def _section(text: str, words: str, name: str, where: str) -> str:
+    """The part of a markdown text under the first heading containing ``words`` (case-insensitive), through the
+    next heading of the same or a higher level."""
+    headings = [(m.start(), len(m.group(1)), m.group(2).strip()) for m in re.finditer(r"^(#{1,6})\s+(.+)$", text, re.M)]
+    for i, (start, level, title) in enumerate(headings):
+        if words.lower() in title.lower():
+            end = next((s for s, lv, _ in headings[i + 1:] if lv <= level), len(text))
+            return text[start:end]
+    titles = "; ".join(t for _, _, t in headings)
+    raise SkillError(f"{where} of skill '{name}' has no heading containing '{words}'.", f"use one of: {titles}.")

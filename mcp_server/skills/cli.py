@@ -23,6 +23,8 @@ def add_parsers(sub) -> None:
     p.add_argument("action", choices=["list", "read", "check", "sync"])
     p.add_argument("name", nargs="?", help="(read) the skill")
     p.add_argument("file", nargs="?", help="(read) a file of the skill (default SKILL.md)")
+    p.add_argument("--offset", type=int, default=0, help="(read) from this character on (a cut page names it)")
+    p.add_argument("--section", help="(read) only the part under the heading containing these words")
     p.add_argument("--skills-dir", help="read skills from here (default: TUNEPACK_SKILLS_DIR, else skills/)")
     p.set_defaults(func=run_skills)
     p = sub.add_parser("pitfall", help="record a pitfall into a skill, or list a skill's pitfalls")
@@ -58,7 +60,7 @@ def run_skills(args) -> None:
 
         if not args.name:
             raise SkillError("`tunepack skills read` needs a skill name.", "run `tunepack skills list`.")
-        print(read_skill(args.name, args.file), end="")
+        print(read_skill(args.name, args.file, args.offset, args.section), end="")
         return
     if args.action == "list":
         for s in list_skills():
