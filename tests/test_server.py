@@ -238,7 +238,7 @@ def test_validate_hardware_and_cancel(tiny_config, tmp_path):
 ERROR_CALLS = [
     ("pipeline_validate", {"config_path": "nope.yaml"}, "does not exist"),
     ("pipeline_render", {"config_path": "nope.yaml"}, "does not exist"),
-    ("pipeline_preflight", {"config_path": "nope.yaml"}, None),
+    ("pipeline_preflight", {"config_path": "nope.yaml"}, "does not exist"),
     ("pipeline_run", {"config_path": "nope.yaml"}, "does not exist"),
     ("jobs_submit", {}, "exactly one of script_path or config_path"),
     ("jobs_submit", {"script_path": "/no/such.py"}, "does not exist"),
@@ -273,10 +273,9 @@ def test_every_error_is_an_error_result_with_a_fix():
 
     for name, needle, result in session(flow):
         body = text(result)
-        if name == "pipeline_preflight":  # a report, not an error: the config check fails with its fix
-            assert not result.is_error and result.structured_content["ok"] is False
-            assert result.structured_content["checks"][0]["fix"]
-            continue
+        if name == "pipeline_preflight":  # a failed report: an error, the report kept as structured content
+            assert result.is_error and result.structured_content["ok"] is False
+            assert result.structured_content["checks"][0]["fix"] and body.startswith("Preflight did not pass: config:")
         assert result.is_error, name
         assert needle in body, (name, body)
         assert "Traceback" not in body
@@ -467,3 +466,38 @@ def test_streamable_http_on_loopback():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_call_that_did_not_do_what_was_asked_is_an_error_with_its_outcome(tmp_path):
+    """A job that ended in ERROR answers jobs_wait with isError, the outcome in the text and the view kept as
+    structured content; the same for a sweep selection without a best run and a plan that refuses every run."""
+    from mcp_server.server.common import _result
+    from mcp_server.sweeps.plan import PlannedRun, SweepPlan
+    from mcp_server.sweeps.select import Selection
+
+    failing = tmp_path / "fail.py"
+    failing.write_text("import sys\nprint('starting', flush=True)\nsys.exit(2)\n")
+
+    async def flow(client):
+        job = ok(await client.call_tool("jobs_submit", {"script_path": str(failing)}))["job"]
+        return await client.call_tool("jobs_wait", {"job_id": job["id"], "timeout_s": 30})
+
+    waited = session(flow)
+    assert waited.is_error and waited.structured_content["job"]["stage"] == "ERROR"
+    assert text(waited).startswith(f"Job {waited.structured_content['job']['id']} ended ERROR:") and "Fix:" in text(waited)
+
+    selection = Selection(sweep_id="s1", sweep_status="finished", metric={"name": "eval_loss"}, ranking=[], best=None,
+                          recorded=False, ledger_note="", table="", next_step="read sweep_status")
+    answer = _result("sweep_select", selection)
+    assert answer.is_error and "No run of sweep s1 could be ranked on eval_loss" in answer.content[0].text
+    run = PlannedRun(id="r01", changes={"training.learning_rate": 0.1}, config_hash="h", flavor="local", processes=1,
+                     timeout_s=None, expected_s=1.0, expected_usd=None, worst_case_usd=0.0,
+                     needs_approval=False, launch="python", refused="do-not-repeat: diverged (ledger exp-1)")
+    plan = SweepPlan(name="s", base="b", model="m", method="sft", backend="local", flavor=None, project="p",
+                     ledger="p", metric={}, max_concurrent=1, canary=None, early_stop={}, retries=0, runs=[run],
+                     total_runs=0, total_worst_case_usd=0.0, total_expected_usd=None, expected_wall_s=0.0,
+                     needs_approval=False, budget_cap_usd=None, daily_budget_left_usd=None, within_budget=True, notes=[])
+    answer = _result("sweep_plan", plan)
+    assert answer.is_error and "refuses all 1 runs: r01" in answer.content[0].text
+    assert answer.structured_content["runs"][0]["refused"].startswith("do-not-repeat")
+    assert _result("sweep_plan", plan.model_copy(update={"total_runs": 1})) is not None

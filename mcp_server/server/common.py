@@ -7,14 +7,17 @@ import contextlib
 import errno
 import functools
 import inspect
+import json
 import logging
 import secrets
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from mcp.server.elicitation import AcceptedElicitation
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, TextContent
 from pydantic import BaseModel, Field
 
 from ..approval import Asked, Consent
@@ -108,9 +111,40 @@ def _fail(name: str, exc: BaseException) -> ToolError:
                      "`tunepack` CLI command meanwhile.")
 
 
+def _failed_checks(report) -> str:
+    failed = [c for c in report.checks if c.status == "fail"]
+    return "; ".join(f"{c.name}: {c.detail}" + (f" ({c.fix})" if c.fix else "") for c in failed[:4])
+
+
+# Results that report, as data, that the call did not do what it was asked: (result) -> one line saying so, or None.
+# The tool then answers isError with that line and the whole result in its text, and the result as structured content.
+FAILURES: dict[str, Callable[[Any], str | None]] = {
+    "pipeline_preflight": lambda r: None if r.ok or r.approval else f"Preflight did not pass: {_failed_checks(r)}.",
+    "sweep_plan": lambda r: None if r.total_runs or not r.runs else (
+        f"The sweep plan refuses all {len(r.runs)} runs: " + "; ".join(
+            f"{run.id} {run.changes}: {run.refused}" for run in r.runs[:3] if run.refused) + "."),
+    "sweep_select": lambda r: None if r.best is not None else (
+        f"No run of sweep {r.sweep_id} could be ranked on {r.metric.get('name')} (status {r.sweep_status})."),
+    "jobs_wait": lambda r: f"Job {r.job.id} ended {r.job.stage}: {r.error}" if r.job.stage in ("ERROR", "CANCELED")
+    else None,
+}
+
+
+def _result(name: str, result: Any) -> Any:
+    """The tool's result, or an isError result where it says the call did not do what was asked."""
+    rule = FAILURES.get(name)
+    failure = rule(result) if rule is not None and isinstance(result, BaseModel) else None
+    if not failure:
+        return result
+    data = result.model_dump(mode="json")
+    fix = data.get("next_step") or "read the result below: it says what was done and what was not."
+    text = f"{failure} Fix: {fix}\n\n" + json.dumps(data, indent=1, default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=True)
+
+
 def guarded(fn):
     """Run a tool with stdout sent to stderr (stdout may be the protocol) and every failure turned
-    into one error result that says what to do next."""
+    into one error result that says what to do next (a result that reports a failure as data included)."""
     name = fn.__name__
     fn.__doc__ = inspect.cleandoc(fn.__doc__ or "")  # tool descriptions without source indentation
     if inspect.iscoroutinefunction(fn):
@@ -118,7 +152,7 @@ def guarded(fn):
         async def async_wrapper(*args, **kwargs):
             try:
                 with contextlib.redirect_stdout(sys.stderr):
-                    return await fn(*args, **kwargs)
+                    return _result(name, await fn(*args, **kwargs))
             except ToolError:
                 raise
             except Exception as exc:
@@ -129,7 +163,7 @@ def guarded(fn):
     def wrapper(*args, **kwargs):
         try:
             with contextlib.redirect_stdout(sys.stderr):
-                return fn(*args, **kwargs)
+                return _result(name, fn(*args, **kwargs))
         except ToolError:
             raise
         except Exception as exc:

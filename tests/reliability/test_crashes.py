@@ -262,7 +262,9 @@ def test_server_and_training_job_killed_mid_run(tmp_path, training_run, monkeypa
         views, logs = {}, {}
         for key, job_id in [*ids.items(), ("train", training.id)]:
             for _ in range(10):
-                view = ok(await client.call_tool("jobs_wait", {"job_id": job_id, "timeout_s": 10}))
+                result = await client.call_tool("jobs_wait", {"job_id": job_id, "timeout_s": 10})
+                view = result.structured_content  # a job that ended in ERROR answers isError, its view kept
+                assert result.is_error == (view["job"]["stage"] in ("ERROR", "CANCELED")), result.content[0].text
                 if view["job"]["stage"] in FINAL:
                     break
             views[key] = view
