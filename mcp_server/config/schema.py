@@ -115,8 +115,13 @@ class DataSection(Section):
     tools_column: str = Field("tools", description="Column holding the tool JSON schemas.")
     eval_split: str | None = Field(None, description="A split to evaluate on during training.")
     eval_fraction: float | None = Field(
-        None, gt=0, lt=0.5, description="Hold out this fraction of the train split for evaluation."
-    )
+        None, gt=0, lt=0.5, description="Hold out this share of the sessions (or conversations) for evaluation: "
+        "above 0 and below 0.5, whole sessions, at least one.")
+    eval_seed: int = Field(0, description="Seed of the held-out draw, on its own: runs of a sweep over "
+                           "training.seed keep one held-out set.")
+    eval_sessions: list[str] | None = Field(
+        None, description="Hold out these sessions instead of a drawn share: session ids or session file names "
+        "(preflight lists them).")
     allow_truncation: bool = Field(
         False,
         description="Allow rows whose trained tokens fall past training.max_length (they are cut "
@@ -167,7 +172,15 @@ class DataSection(Section):
                 "data.eval_split and data.eval_fraction: set at most one "
                 "(an existing split, or a fraction held out of the train split)"
             )
+        if self.eval_sessions is not None and (self.eval_fraction or self.eval_split or not self.eval_sessions):
+            raise ValueError("data.eval_sessions names the held-out sessions: give at least one name, and leave "
+                             "data.eval_fraction and data.eval_split out")
         return self
+
+    @property
+    def held_out(self) -> bool:
+        """Whether part of the training data is held out for evaluation (a drawn share or named sessions)."""
+        return bool(self.eval_fraction or self.eval_sessions)
 
 
 class LoraSection(Section):
@@ -378,9 +391,13 @@ class TrainConfig(Section):
                 f"chat_template '{tmpl}': allowed are 'model', 'trl:<name>', 'tunepack:<name>' or a path to a "
                 ".jinja/.j2 file"
             )
-        if self.data.format == "traces" and self.data.eval_fraction and "tasks" not in self.eval.model_fields_set:
+        if self.data.format == "traces" and self.data.held_out and "tasks" not in self.eval.model_fields_set:
             self.eval.tasks = [NEXT_ACTION]  # a traces run with held-out sessions is scored on them by default
-        if self.training.eval_steps and not (self.data.eval_split or self.data.eval_fraction):
+        if self.data.eval_sessions and self.training.method != "sft" and self.training.method != "distill":
+            raise ValueError("data.eval_sessions names agent sessions to hold out, and "
+                             f"training.method {self.training.method} holds out prompts: use data.eval_fraction or "
+                             "grpo.heldout_path")
+        if self.training.eval_steps and not (self.data.eval_split or self.data.held_out):
             raise ValueError(
                 "training.eval_steps is set but there is no eval data: "
                 "set data.eval_split or data.eval_fraction, or remove training.eval_steps"

@@ -79,4 +79,4 @@ class Method:
 
     def selection_metric(self, cfg: TrainConfig) -> str:
         """What a sweep of this method ranks its runs on when the spec names no metric."""
-        return "eval_loss" if (cfg.data.eval_fraction or cfg.data.eval_split) else "loss"
+        return "eval_loss" if (cfg.data.held_out or cfg.data.eval_split) else "loss"

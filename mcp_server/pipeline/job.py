@@ -69,7 +69,7 @@ def main(run_dir: str) -> int:
     print(f"[tunepack] registered {payload['registry_name']} v{payload['registry_version']} at {payload['adapter_path']}",
           flush=True)
     data = run.config.data
-    if data.format == "traces" and not data.eval_fraction:
+    if data.format == "traces" and not data.held_out:
         print("[tunepack] next-action is off: this run held out no sessions to score it on (set data.eval_fraction, "
               "e.g. 0.1, to score the adapter's tool calls on held-out sessions)", flush=True)
     if run.config.eval.tasks:

@@ -35,6 +35,7 @@ class PreflightReport(BaseModel):
     cost: CostEstimate | None = None
     smoke_job: JobInfo | None = None
     remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
+    heldout: dict | None = None  # the held-out sessions: names, turns, tool-call turns, tools (before any training)
     distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
     grpo: dict | None = None  # training.method grpo: rewards, monitors, sizing, generation path, start, ceiling
     approval: dict | None = None  # GRPO on a paid flavor, not yet approved: the decision (quote, approval_token)
@@ -54,7 +55,8 @@ def smoke_config(cfg: TrainConfig) -> TrainConfig:
     (architecture class, chat template, LoRA targets), not the model's weights; the method says how its smoke run
     differs (``Method.smoke``: GRPO keeps its method, distillation smokes the student's SFT path)."""
     own = method_of(cfg).smoke(cfg)
-    data = cfg.data.model_copy(update={"eval_fraction": None, "eval_split": None, "allow_truncation": True})
+    data = cfg.data.model_copy(update={"eval_fraction": None, "eval_sessions": None, "eval_split": None,
+                                      "allow_truncation": True})
     training = cfg.training.model_copy(update={
         "max_steps": SMOKE_STEPS, "logging_steps": 1, "eval_steps": None, "save_steps": None,
         "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False, **own["training"]})
@@ -143,6 +145,33 @@ def _load_checked(config_path: str | Path, checks: list[Check]) -> TrainConfig |
                         f"Hub dataset {cfg.data.hub_id}: read and checked inside the job"))
     checks.append(_model_check(cfg))
     return cfg
+
+
+def heldout_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
+    """The held-out sessions, before any training: which, how many turns, how many call a tool. A next-action
+    eval over held-out sessions without one tool-call turn fails here, not after the compute is spent."""
+    from ..evals.kit.heldout import HeldoutError, split
+    from ..evals.kit.nextaction import TASK, heldout_summary, heldout_summary_line
+    from ..train.data import read_local_rows
+
+    data = cfg.data
+    if not data.held_out or not data.path or method_of(cfg).rl:
+        return None
+    rows = [row for path in data.path for row in read_local_rows(path)]
+    try:
+        _, _, record = split(rows, data.eval_fraction, data.eval_seed, data.messages_column, names=data.eval_sessions)
+    except HeldoutError as exc:
+        checks.append(Check(name="heldout", status="fail", detail=exc.problem, fix=exc.fix))
+        return None
+    summary = heldout_summary(rows, record)
+    scored = TASK in cfg.eval.tasks
+    if scored and not summary["call_turns"]:
+        checks.append(Check(name="heldout", status="fail", detail=heldout_summary_line(summary) + (
+            ": next-action would score no call"), fix="hold out more sessions (a larger data.eval_fraction, another "
+            "data.eval_seed) or name sessions that call tools in data.eval_sessions"))
+    else:
+        checks.append(Check(name="heldout", status="pass", detail=heldout_summary_line(summary)))
+    return summary
 
 
 def _quote(backend: str, flavor: str | None, timeout_s: int | None, checks: list[Check]) -> CostEstimate | None:
@@ -276,7 +305,8 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
     method = method_of(cfg)
     own = method.preflight(cfg, backend, flavor, checks)  # distillation's plan, GRPO's RL preflight
-    done = {"cost": cost, **({method.report_key: own} if method.report_key else {})}
+    done = {"cost": cost, "heldout": heldout_check(cfg, checks),
+            **({method.report_key: own} if method.report_key else {})}
     if any(c.status == "fail" for c in checks):
         return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:

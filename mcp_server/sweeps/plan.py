@@ -70,6 +70,8 @@ class SweepPlan(BaseModel):
     daily_budget_left_usd: float | None
     within_budget: bool
     notes: list[str]
+    heldout: dict | None = Field(None, description="The held-out sessions every run is scored on: names, model "
+                                 "turns, tool-call turns, tools.")
 
 
 def identity(cfg: TrainConfig) -> dict:
@@ -109,7 +111,7 @@ def _metric(spec: SweepSpec, base: TrainConfig) -> dict:
                              f"({', '.join(base.eval.tasks) or 'none'}) has no task '{task}'.",
                              f"add eval: {{tasks: [{task}]}} to the base (set limit for a quick eval), or select "
                              "on a logged metric such as eval_loss.")
-    if name == "eval_loss" and not (base.data.eval_fraction or base.data.eval_split):
+    if name == "eval_loss" and not (base.data.held_out or base.data.eval_split):
         raise SweepError("The metric 'eval_loss' needs eval data, and the base config has none.",
                          "set data.eval_fraction (e.g. 0.1) in the base or in `set`, or select on 'loss'.")
     return {"name": name, "direction": spec.metric.direction or direction_for(name), "reduce": spec.metric.reduce}
@@ -282,6 +284,7 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
     _refuse_repeats(runs)
     live = [r for r in runs if r.refused is None]
     notes: list[str] = []
+    heldout = _heldout(base, notes)
     canary = _choose_canary(spec, live, configs, notes)
     slots = _slots(spec, backend, notes)
     total_worst = round(sum(r.worst_case_usd for r in live), 4)
@@ -301,8 +304,23 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
         retries=spec.retries, runs=runs, total_runs=len(live), total_worst_case_usd=total_worst,
         total_expected_usd=round(sum(expected_usd), 4) if expected_usd else None, expected_wall_s=wall,
         needs_approval=any(r.needs_approval for r in live), budget_cap_usd=spec.budget_usd,
-        daily_budget_left_usd=daily_left, within_budget=within, notes=notes)
+        daily_budget_left_usd=daily_left, within_budget=within, notes=notes, heldout=heldout)
     return plan, configs, spec
+
+
+def _heldout(base: TrainConfig, notes: list[str]) -> dict | None:
+    """The base config's held-out sessions (every run holds out the same: the draw has its own seed), and a note
+    when next-action would find no call in them."""
+    from ..pipeline.preflight import heldout_check
+    from ..traces.spine import training_config_or_pending
+
+    converted, pending = training_config_or_pending(base)
+    if pending:
+        return None
+    checks: list = []
+    summary = heldout_check(converted, checks)
+    notes.extend(f"{c.detail} — {c.fix}" for c in checks if c.status == "fail")
+    return summary
 
 
 def plan_sweep(source: str | Path | dict, base_dir: str | Path | None = None) -> SweepPlan:

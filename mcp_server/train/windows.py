@@ -165,10 +165,11 @@ def trim(messages: list, tokens: int, room: int) -> list:
 
 def window_conversation(messages: list, tools, count, max_length: int, context_share: float = 0.5):
     """(windows, dropped, trimmed): windows are (prompt, completion, trained assistant message indices, tokens);
-    dropped are (assistant message index, reason); trimmed counts windows whose context was cut to fit."""
+    dropped are (assistant message index, reason, tokens the turn needs with the head); trimmed counts windows
+    whose context was cut to fit."""
     plan = _Planner(messages, tools, count, max_length, context_share)
     windows: list = []
-    dropped: list[tuple[int, str]] = []
+    dropped: list[tuple[int, str, int]] = []
     i = 0
     while i < len(plan.units):
         start, model_end, _, is_assistant = plan.units[i]
@@ -176,8 +177,8 @@ def window_conversation(messages: list, tools, count, max_length: int, context_s
             i += 1
             continue
         made = plan.window(i) if plan.base + plan.own[i] <= max_length else None
-        if made is None:
-            dropped.extend((k, "turn_longer_than_max_length") for k in range(start, model_end))
+        if made is None:  # with the tokens the turn needs beside the head
+            dropped.extend((k, "turn_longer_than_max_length", plan.base + plan.own[i]) for k in range(start, model_end))
             i += 1
             continue
         prompt, completion, trained, i, tokens = made
@@ -188,13 +189,15 @@ def window_conversation(messages: list, tools, count, max_length: int, context_s
 def window_rows(rows: list, count, max_length: int, *, context_share: float = 0.5, keep_turns: bool = False):
     """(rows, stats) for rows given as (messages, tools, extra columns). Rows that fit become prompt/completion
     rows whole (prompt: through the first user message); longer ones become windows. ``stats`` counts turns
-    trained and dropped (by reason), rows windowed, windows whose context was cut, and the compute multiplier
+    trained and dropped (by reason, with the length the longest dropped turn needs), rows windowed, windows whose
+    context was cut, and the compute multiplier
     (tokens processed ÷ tokens in the conversations). ``keep_turns`` adds each row's trained assistant message
     indices as ``trained_turns``."""
     out: list[dict] = []
     stats: dict[str, Any] = {
         "conversations": 0, "windowed": 0, "windows": 0, "assistant_turns": 0, "turns_trained": 0,
-        "turns_dropped": {}, "context_cut": 0, "tokens_in_conversations": 0, "tokens_processed": 0,
+        "turns_dropped": {}, "longest_dropped_turn_tokens": 0, "context_cut": 0, "tokens_in_conversations": 0,
+        "tokens_processed": 0,
         "max_length": max_length, "context_share": context_share}
     for messages, tools, extra in rows:
         total = count(messages, tools)
@@ -215,8 +218,9 @@ def window_rows(rows: list, count, max_length: int, *, context_share: float = 0.
             stats["turns_trained"] += len(trained)
         stats["windows"] += len(windows)
         stats["context_cut"] += trimmed
-        for _, reason in dropped:
+        for _, reason, needed in dropped:
             stats["turns_dropped"][reason] = stats["turns_dropped"].get(reason, 0) + 1
+            stats["longest_dropped_turn_tokens"] = max(stats["longest_dropped_turn_tokens"], needed)
     stats["compute_multiplier"] = round(stats["tokens_processed"] / max(stats["tokens_in_conversations"], 1), 3)
     stats["turns_trained_share"] = round(stats["turns_trained"] / max(stats["assistant_turns"], 1), 4)
     return out, stats

@@ -115,11 +115,39 @@ def heldout_rank(seed: int, key: str) -> str:
     return hashlib.sha256(f"{seed}\n{key}".encode("utf-8")).hexdigest()
 
 
-def split(rows: Iterable[dict], fraction: float, seed: int,
-          messages_column: str = "messages") -> tuple[list[int], list[int], dict]:
+def heldout_names(key: str) -> set[str]:
+    """The names a group answers to in data.eval_sessions: its session id, its source file's name and stem."""
+    if not key.startswith("session:"):
+        return {key}
+    source, session = json.loads(key[len("session:"):])
+    return {session, source, source.rsplit(".", 1)[0], key}
+
+
+def _label(key: str) -> str:
+    """``file stem (session id)`` for a session group, the key itself for a conversation."""
+    if not key.startswith("session:"):
+        return key
+    source, session = json.loads(key[len("session:"):])
+    return f"{source.rsplit('.', 1)[0]} ({session})"
+
+
+def _named(hashes: dict[str, list[str]], names: list[str]) -> set[str]:
+    chosen = {key for key in hashes if heldout_names(key) & set(names)}
+    found = set().union(*(heldout_names(key) for key in chosen)) if chosen else set()
+    missing = [n for n in names if n not in found]
+    if missing:
+        known = sorted(_label(key) for key in hashes)
+        raise HeldoutError(f"data.eval_sessions names {', '.join(missing[:5])}, which no session of the data is.",
+                           f"name sessions by file name or id, e.g. {', '.join(known[:6])}.")
+    return chosen
+
+
+def split(rows: Iterable[dict], fraction: float | None, seed: int, messages_column: str = "messages",
+          names: list[str] | None = None) -> tuple[list[int], list[int], dict]:
     """(train indices, held-out indices, record): round(fraction x groups) whole groups held out (at least one,
-    never all); the same rows and seed give the same split, whatever the rows' order."""
-    if not 0 < fraction < 1:
+    never all), or the groups ``names`` names; the same rows and seed give the same split, whatever the rows'
+    order."""
+    if not names and not (fraction and 0 < fraction < 1):
         raise HeldoutError(f"The held-out fraction {fraction} is not between 0 and 1.",
                            "set data.eval_fraction to a share such as 0.1.")
     keys, hashes = heldout_groups(rows, messages_column)
@@ -130,13 +158,21 @@ def split(rows: Iterable[dict], fraction: float, seed: int,
                            "same session or conversation on both sides.",
                            "add more sessions or conversations to the data, or remove data.eval_fraction (with a "
                            "Hub dataset, data.eval_split names a separate split instead).")
-    count = min(max(1, round(fraction * len(hashes))), len(hashes) - 1)
-    chosen = set(sorted(hashes, key=lambda key: heldout_rank(seed, key))[:count])
+    if names:
+        chosen = _named(hashes, names)
+        if len(chosen) == len(hashes):
+            raise HeldoutError("data.eval_sessions names every session: none is left to train on.",
+                               "name fewer sessions.")
+    else:
+        count = min(max(1, round((fraction or 0) * len(hashes))), len(hashes) - 1)
+        chosen = set(sorted(hashes, key=lambda key: heldout_rank(seed, key))[:count])
     heldout = [i for i, key in enumerate(keys) if key in chosen]
     train = [i for i, key in enumerate(keys) if key not in chosen]
     groups = [{"id": key, "sha256": heldout_digest(hashes[key]), "rows": len(hashes[key])} for key in sorted(chosen)]
-    record = {"by": by, "fraction": fraction, "seed": seed, "groups": groups, "rows": len(heldout),
-              "total_groups": len(hashes), "messages_column": messages_column}
+    record: dict = {"by": by, "fraction": fraction, "seed": seed, "groups": groups, "rows": len(heldout),
+                    "total_groups": len(hashes), "messages_column": messages_column}
+    if names:
+        record["named"] = list(names)
     return train, heldout, record
 
 

@@ -116,6 +116,30 @@ def next_action_items(rows: list[dict], record: dict, max_turns: int | None = No
     return turns[:max_turns] if max_turns else turns, (counts.most_common(1)[0][0] if counts else None)
 
 
+def heldout_summary(rows: list[dict], record: dict, names: int = 12) -> dict:
+    """What a held-out split holds for next action, before any training: its sessions (the first ``names`` of
+    them), rows, model turns, turns with a tool call and the tools those call."""
+    from .heldout import group_key, heldout_names
+
+    held = select(rows, record)
+    column = record.get("messages_column") or "messages"
+    turns = [t for row in held for t in row_turns(row, group_key(row, column))]
+    tools = Counter(c.name for t in turns for c in t.reference[:1])
+    shown = [min((n for n in heldout_names(g["id"]) if not n.startswith("session:")), key=len, default=g["id"])
+             for g in record["groups"]]
+    return {"sessions": len(record["groups"]), "of": record["total_groups"], "names": shown[:names],
+            "rows": len(held), "turns": len(turns), "call_turns": sum(1 for t in turns if t.reference),
+            "tools": dict(tools.most_common()), "seed": record["seed"], "named": bool(record.get("named"))}
+
+
+def heldout_summary_line(summary: dict) -> str:
+    names = ", ".join(summary["names"]) + (" …" if summary["sessions"] > len(summary["names"]) else "")
+    tools = ", ".join(f"{name} {n}" for name, n in list(summary["tools"].items())[:6]) or "none"
+    how = "named in data.eval_sessions" if summary["named"] else f"drawn with data.eval_seed {summary['seed']}"
+    return (f"held out {summary['sessions']} of {summary['of']} sessions ({how}: {names}): {summary['turns']} "
+            f"model turns, {summary['call_turns']} with a tool call; first calls by tool: {tools}")
+
+
 def fit_context(context: list[dict], fits) -> list[dict]:
     """The opening (through the first user message) and as many of the latest messages as ``fits`` allows, dropped
     a whole model turn at a time: a kept tail never starts with a tool result whose call was dropped, nor with

@@ -15,7 +15,7 @@ class EnvironmentGrpo(Grpo):
 
     def selection_metric(self, cfg: TrainConfig) -> str:
         """The held-out problems through the same loop (eval/env_reward), else the training reward."""
-        return "eval/env_reward" if (cfg.data.eval_fraction or cfg.grpo.heldout_path) else "reward"
+        return "eval/env_reward" if (cfg.data.held_out or cfg.grpo.heldout_path) else "reward"
 
 
 ENV_GRPO = EnvironmentGrpo()

@@ -75,7 +75,7 @@ class Grpo(Method):
 
     def selection_metric(self, cfg: TrainConfig) -> str:
         """The held-out reward curve, when there is one."""
-        return "eval/reward" if (cfg.data.eval_fraction or cfg.grpo.heldout_path) else "reward"
+        return "eval/reward" if (cfg.data.held_out or cfg.grpo.heldout_path) else "reward"
 
 
 GRPO = Grpo()
