@@ -137,6 +137,8 @@ def test_the_fast_scorer_writes_the_plain_scorers_turns_on_the_trained_replica(r
     spec = next(s for s in (json.loads(p.read_text())["spec"] for p in runs.glob("*/eval/eval_run.json"))
                 if any(m.get("adapter") == run["adapter_path"] for m in s["models"]))
     turns, _ = _next_action_turns(spec, lambda line: None)
+    smoke, _ = _next_action_turns({**spec, "limit": 2}, lambda line: None)  # eval.limit: the first 2 sessions
+    assert len({t.session for t in smoke}) == 2 and smoke == turns[:len(smoke)]
     model = next(m for m in spec["models"] if m.get("adapter"))
     gen = load_generator(model, backend="hf")
     max_length, max_tokens = spec["next_action"]["max_length"], 64

@@ -27,7 +27,8 @@ class EvalSection(Section):
         description="humaneval, mbpp, a .jsonl (id, prompt, tests), next-action (held-out sessions' tool calls), "
         "bfcl:<category> / bfcl, or mbpp-agent (MBPP solved with the coding environment's tools).",
     )
-    limit: int | None = Field(None, ge=1, description="Evaluate only the first N problems of each task (smoke runs).")
+    limit: int | None = Field(None, ge=1, description="Only the first N problems of each task (next-action: "
+                              "sessions).")
     ids: list[str] = Field(default_factory=list, description="Only these problem ids (HumanEval/0, mbpp/89, …).")
     samples: int = Field(1, ge=1, le=100, description="Answers per problem; pass@1 is their mean pass rate.")
     temperature: float = Field(0.0, ge=0, le=2, description="0 = greedy decoding.")

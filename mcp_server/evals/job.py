@@ -182,6 +182,7 @@ def summarize(results: dict, entry: AdapterVersion | None = None, path: str | No
                   {k: row[k] for k in ("metrics", "baseline") if row.get(k)} |
                   {"contaminated_share": (row.get("contamination") or {}).get("share")} for row in results["tasks"]],
         "scores": scores_by_name(results, "adapter"),
+        "partial": bool(results.get("partial")), "missing": results.get("missing") or [],
     }
 
 
@@ -198,6 +199,8 @@ def evaluate(run_dir: str | Path, on_line: Callable[[str], None] | None = None) 
         marker = parse_line(line)
         if marker and marker[0] == "ERROR":
             error = marker[1]
+        elif marker and marker[0] == "EVALPARTIAL" and (out / "results.partial.json").is_file():
+            record(run, json.loads((out / "results.partial.json").read_text()))  # a timeout later keeps these
     code = proc.wait()
     if code != 0 or not (out / "results.json").is_file():
         if error:

@@ -97,7 +97,13 @@ def eval_results(*, job_id: str | None = None, name: str | None = None, version:
             raise EvalError(f"Eval job {job_id} is still {info.stage}.", f"wait for it: jobs_wait('{job_id}').")
         found = markers.parse(log)
         if info.stage != "COMPLETED":
-            raise failure_error(info, log, found)
+            failure = failure_error(info, log, found)
+            run = _run_for(info)
+            partial = Path(run["output_dir"]) / "results.partial.json" if run else None
+            if run is None or partial is None or not partial.is_file():
+                raise failure
+            summary = eval_job.record(run, json.loads(partial.read_text()))  # what finished before it stopped
+            return {**summary, "error": str(failure)}
         done = found.get("EVALUATED", [])
         if done:
             return done[-1]

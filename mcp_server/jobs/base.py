@@ -144,7 +144,26 @@ def failure_error(info: JobInfo, log_text: str, found: dict[str, list[dict]] | N
     reason = f" ({info.message})" if info.message and info.message != f"exit code {info.exit_code}" else ""
     return JobError(
         f"Job {info.id} ended {info.stage}{reason}, exit code {info.exit_code}. Last log lines:\n{tail}\n{where.strip()}",
-        "read the traceback above; fix the config or data it names and run again. "
-        "If it is out of memory, lower training.per_device_train_batch_size and raise "
-        "gradient_accumulation_steps.",
-    )
+        failure_fix(info))
+
+
+def failure_fix(info: JobInfo) -> str:
+    """What to do about a job that failed without saying why, for its kind: cancelled, out of time, an eval, a
+    preflight, a training run (a sweep's runs are training runs)."""
+    kind = info.labels.get("stage", "")
+    if info.stage == "CANCELED":
+        return ("it was cancelled (jobs_cancel, a person, or its sweep stopping it): nothing to fix; submit it "
+                "again when it is wanted.")
+    if "timeout" in (info.message or ""):
+        if kind == "eval":
+            return ("it ran out of time: its finished tasks are kept (eval_results with this job id); start the "
+                    "missing ones again with a smaller eval.limit or a longer timeout_s.")
+        return ("it ran out of time: give it a longer timeout (job.timeout_s / --timeout) or less work "
+                "(training.max_steps); a run that pushed checkpoints resumes from the last one.")
+    if kind == "eval":
+        return ("read the log lines above: a model that does not load names its folder, a sandbox that cannot start "
+                "names eval.sandbox; fix that and start the eval again.")
+    if kind == "preflight":
+        return "read the log lines above; fix the config or data they name and run pipeline_preflight again."
+    return ("read the traceback above; fix the config or data it names and run again. If it is out of memory, lower "
+            "training.per_device_train_batch_size and raise gradient_accumulation_steps.")

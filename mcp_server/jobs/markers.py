@@ -24,6 +24,8 @@ KINDS = {
     "REGISTERED": "pipeline job: the adapter's registry version, card and Trackio run",
     "EVALUATED": "pipeline or eval job: the evaluation summary recorded with the adapter",
     "EVAL": "eval script: the raw results",
+    "EVALPROGRESS": "eval script: where it is (task, model, items done of total, seconds left at this rate)",
+    "EVALPARTIAL": "eval script: a task finished; the results so far are in results.partial.json (done, missing)",
     "PREFLIGHT": "preflight job: pass or fail, with each check",
     "ALERT": "GRPO script: reward hacking suspected (title, reason, step, whether the run stopped)",
     "RLCHECK": "GRPO script (--rl-check): prompts, the ceiling, the starting model's groups, sizing, generation",

@@ -16,15 +16,23 @@ OUTCOME_MARKERS = ("REGISTERED", "PREFLIGHT", "DONE", "MASK")  # MASK: a --check
 
 
 class Progress(BaseModel):
-    step: int
+    """A training job's last logged step, or an eval job's place: task, model, items done of total, time left."""
+
+    step: int | None = None
     max_steps: int | None = None
     loss: float | None = None
     eval_loss: float | None = None
+    task: str | None = None
+    model: str | None = None
+    done: int | None = None
+    total: int | None = None
+    eta_s: float | None = Field(None, description="seconds left in this task and model at the current rate")
+    tasks_done: list[str] | None = Field(None, description="eval tasks whose results are already recorded")
 
 
 class JobView(BaseModel):
     job: JobInfo
-    progress: Progress | None = Field(None, description="last logged training step, when the job trains")
+    progress: Progress | None = Field(None, description="last logged training step, or an eval's task and items")
     outcome: dict | None = Field(None, description="what the job announced at its end (registered adapter, "
                                  "preflight result, saved adapter)")
     error: str | None = Field(None, description="why the job failed and what to do, when it failed")
@@ -52,6 +60,10 @@ def describe(backend: JobBackend, job_id: str) -> JobView:
         progress = Progress(step=metric["step"], max_steps=metric.get("max_steps"),
                             loss=losses[-1]["loss"] if losses else None,
                             eval_loss=evals[-1]["eval_loss"] if evals else None)
+    elif found.get("EVALPROGRESS") or found.get("EVALPARTIAL"):
+        at = (found.get("EVALPROGRESS") or [{}])[-1]
+        progress = Progress(**{k: at.get(k) for k in ("task", "model", "done", "total", "eta_s")},
+                            tasks_done=(found.get("EVALPARTIAL") or [{}])[-1].get("done"))
     outcome = next((found[k][-1] for k in OUTCOME_MARKERS if found.get(k)), None)
     if outcome and "manifest" in outcome:  # remote runs carry their whole manifest: too big for a result
         outcome = {k: v for k, v in outcome.items() if k != "manifest"}

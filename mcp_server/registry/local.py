@@ -155,9 +155,10 @@ class LocalRegistry:
         earlier ones move to ``eval_history.jsonl``. Returns the path."""
         path = Path(entry.path) / "eval_results.json"
         with FileLock(str(Path(entry.path).parent / ".lock"), timeout=60):
-            if path.is_file():
+            earlier = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            if earlier is not None and not earlier.get("partial"):  # a partial record is the same eval, unfinished
                 with (Path(entry.path) / "eval_history.jsonl").open("a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(json.loads(path.read_text(encoding="utf-8"))) + "\n")
+                    fh.write(json.dumps(earlier) + "\n")
             tmp = path.with_suffix(".json.tmp")
             tmp.write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
             os.replace(tmp, path)

@@ -127,6 +127,8 @@ FAILURES: dict[str, Callable[[Any], str | None]] = {
         f"No run of sweep {r.sweep_id} could be ranked on {r.metric.get('name')} (status {r.sweep_status})."),
     "jobs_wait": lambda r: f"Job {r.job.id} ended {r.job.stage}: {r.error}" if r.job.stage in ("ERROR", "CANCELED")
     else None,
+    "eval_results": lambda r: f"The eval stopped before {', '.join(r.missing)} finished: {r.error}" if r.partial
+    else None,
 }
 
 

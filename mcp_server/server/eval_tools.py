@@ -49,10 +49,16 @@ class EvalSummary(BaseModel):
     tasks: list[EvalTask]
     results_path: str | None = None
     card_path: str | None = None
+    partial: bool = Field(False, description="The eval stopped before every task finished: these are the ones that did.")
+    missing: list[str] = Field(default_factory=list, description="Tasks with no result (the eval stopped first).")
+    error: str | None = Field(None, description="Why the eval stopped early, when it did.")
     next_step: str = ""
 
 
 def _next_step(summary: dict) -> str:
+    if summary.get("partial"):
+        return (f"the eval stopped before {', '.join(summary['missing'])}; the finished tasks are recorded: "
+                "start those tasks again with eval_start (a smaller eval.limit, or a longer timeout_s)")
     statuses = {s for t in summary["tasks"] for s in t["status"].values()}
     if "withheld" in statuses:
         return ("the adapter's training data overlaps the eval problems: drop those rows and retrain, or call "

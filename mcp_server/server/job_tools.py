@@ -102,22 +102,30 @@ def jobs_cancel(job_id: JobId, backend: Backend = "local") -> JobView:
     return _settled(b, describe(b, job_id))
 
 
+def progress_note(p) -> tuple[float, float | None, str]:
+    """(progress, total, message) for a progress notification: a training step and its loss, or an eval's task,
+    model and items done with the time left."""
+    if p.step is not None:
+        return p.step, p.max_steps, f"step {p.step}" + (f", loss {p.loss:.4f}" if p.loss is not None else "")
+    eta = f", about {p.eta_s:.0f} s left" if p.eta_s is not None else ""
+    return float(p.done or 0), p.total, f"{p.task} on {p.model}: {p.done}/{p.total}{eta}"
+
+
 @guarded
 async def jobs_wait(job_id: JobId, ctx: Context, backend: Backend = "local",
                     timeout_s: Annotated[float, Field(description=f"Wait at most this long (≤ {MAX_WAIT_S} s); "
                                                       "call again to keep waiting.", gt=0, le=MAX_WAIT_S)] = 30
                     ) -> JobView:
-    """Wait (bounded) for a job to end, with progress notifications (step, loss)."""
+    """Wait (bounded) for a job to end, with progress notifications."""
     b = get_backend(backend)
     deadline = anyio.current_time() + timeout_s
     last = None
     while True:
         view = await anyio.to_thread.run_sync(describe, b, job_id)
         p = view.progress
-        if p and (p.step, p.loss) != last:
-            last = (p.step, p.loss)
-            message = f"step {p.step}" + (f", loss {p.loss:.4f}" if p.loss is not None else "")
-            await ctx.report_progress(p.step, p.max_steps, message=message)
+        if p and (p.step, p.loss, p.task, p.model, p.done) != last:
+            last = (p.step, p.loss, p.task, p.model, p.done)
+            await ctx.report_progress(*progress_note(p))
         if view.job.done or anyio.current_time() >= deadline:
             break
         await anyio.sleep(0.5 if b.name == "local" else 5.0)  # remote logs are fetched over HTTP

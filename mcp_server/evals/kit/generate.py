@@ -98,19 +98,21 @@ class Generator:
 
     def complete(self, prompts: list[tuple[list[dict], list[dict] | None]], max_new_tokens: int,
                  batch_size: int = 16, budgets: list[int] | None = None, stop_tokens: tuple[str, ...] = (),
-                 engine: str = "fast") -> list[str]:
+                 engine: str = "fast", on_turn=None) -> list[str]:
         """Greedy answers; ``budgets`` caps each answer at its own token count (an agent episode's remaining
         budget), ``max_new_tokens`` the longest."""
         limits = [min(max_new_tokens, b) for b in budgets] if budgets else [max_new_tokens] * len(prompts)
         out = self.complete_sessions([[p] for p in prompts], [[limit] for limit in limits], batch_size, stop_tokens,
-                                     engine)
+                                     engine, on_turn)
         return [turns[0] for turns in out]
 
     def complete_sessions(self, sessions: list[list[tuple[list[dict], list[dict] | None]]], limits,
-                          batch_size: int = 16, stop_tokens: tuple[str, ...] = (), engine: str = "fast") -> list[list[str]]:
+                          batch_size: int = 16, stop_tokens: tuple[str, ...] = (), engine: str = "fast",
+                          on_turn=None) -> list[list[str]]:
         """Greedy answers for every turn of every session, the turns of a session in order (the fast path reuses
         the cache of what consecutive prompts share). ``limits``: one number for every turn, or per session per
-        turn. ``engine``: fast (turndecode.py) or plain (left-padded ``generate`` batches); vLLM serves both."""
+        turn. ``engine``: fast (turndecode.py) or plain (left-padded ``generate`` batches); vLLM serves both.
+        ``on_turn(turns done)`` reports progress."""
         texts = [[self.prompt(m, t) for m, t in turns] for turns in sessions]
         limits = [[limits] * len(turns) for turns in texts] if isinstance(limits, int) else limits
         stops = self.stop_ids(stop_tokens)
@@ -118,24 +120,30 @@ class Generator:
         if self.backend == "vllm":
             answers = self._vllm(flat, flat_limits, stops)
         elif engine == "plain":
-            answers = [out for i in range(0, len(flat), batch_size)
-                       for out in self._hf(flat[i:i + batch_size], flat_limits[i:i + batch_size], stops)]
+            answers = []
+            for i in range(0, len(flat), batch_size):
+                answers += self._hf(flat[i:i + batch_size], flat_limits[i:i + batch_size], stops)
+                if on_turn is not None:
+                    on_turn(len(answers))
         else:
-            answers = self._fast(texts, limits, stops, batch_size)
+            answers = self._fast(texts, limits, stops, batch_size, on_turn)
+        if on_turn is not None:
+            on_turn(len(answers))
         out, i = [], 0
         for turns in texts:
             out.append(answers[i:i + len(turns)])
             i += len(turns)
         return out
 
-    def _fast(self, texts: list[list[str]], limits: list[list[int]], stops: set[int], lanes: int) -> list[str]:
+    def _fast(self, texts: list[list[str]], limits: list[list[int]], stops: set[int], lanes: int,
+              on_turn=None) -> list[str]:
         from .turndecode import TurnDecoder
 
         if self.decoder is None:
             self.decoder = TurnDecoder(self.engine, lanes=lanes)
         self.decoder.lanes = lanes
         prompts = [[list(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in turns] for turns in texts]
-        out = self.decoder.run(prompts, limits, stops)
+        out = self.decoder.run(prompts, limits, stops, on_turn)
         return [self.tokenizer.decode(ids, skip_special_tokens=False) for turns in out for ids in turns]
 
     def _hf(self, texts: list[str], limits: list[int], stops: set[int]) -> list[str]:

@@ -242,7 +242,7 @@ def baseline(turns: list[Turn], tool: str | None) -> dict:
 
 
 def run_model(gen, turns: list[Turn], family: str, max_tokens: int, max_length: int | None, log: Path | None,
-              batch_size: int = 16, engine: str = "fast") -> dict:
+              batch_size: int = 16, engine: str = "fast", on_turn=None) -> dict:
     """The metrics of one loaded model on the turns, each sample written to ``log`` (jsonl) when given."""
     def count(context: list[dict], tools) -> int:
         return len(gen.tokenizer(gen.prompt(context, tools), add_special_tokens=False)["input_ids"])
@@ -261,7 +261,8 @@ def run_model(gen, turns: list[Turn], family: str, max_tokens: int, max_length: 
             contexts[i] = context
     prepared = time.monotonic()
     answers = gen.complete_sessions([[(contexts[i], turns[i].tools) for i in group] for group in sessions],
-                                    max_tokens, batch_size, stop_tokens=CALL_ENDS[family], engine=engine)
+                                    max_tokens, batch_size, stop_tokens=CALL_ENDS[family], engine=engine,
+                                    on_turn=on_turn)
     texts: list[str] = [""] * len(turns)
     for group, outs in zip(sessions, answers, strict=True):
         for i, text in zip(group, outs, strict=True):

@@ -20,6 +20,7 @@ from .generate import check_folders, cuda_available, use_vllm
 from .integrity import check_model
 from .offline import ensure_token_counting
 from .problems import load_problems, task_name
+from .progress import Meter
 from .sandbox import MODES, SAFE_MODES, Limits, Sandbox
 from .tasks import DOCKER, code_task
 from .toolruns import BFCL_PREFIX, is_tool_task, run_tool_tasks
@@ -128,6 +129,7 @@ def _run_model(model: dict, tasks: list, spec: dict, rows: dict, temperature: fl
     label = model["label"]
     name_, args = resolve_model(model, spec.get("backend", "auto"), temperature)
     progress(f"[tunepack] evaluating {label} ({name_}) on {', '.join(t.name for t in tasks)}")
+    meter = Meter(", ".join(t.name for t in tasks), label, sum(rows[t.name]["n"] for t in tasks))
     try:
         logs = inspect_eval(tasks, model=name_, model_args=args, log_dir=spec.get("log_dir"),
                             display="none", score=True, fail_on_error=False)
@@ -140,6 +142,7 @@ def _run_model(model: dict, tasks: list, spec: dict, rows: dict, temperature: fl
         res = _task_results(log)
         row = rows[log.eval.task]
         row["scores"][label], row["stderr"][label], row["logs"][label] = res["score"], res["stderr"], res["log"]
+    meter(meter.total)
 
 
 def _code_tasks(spec: dict, problems: dict, contamination: dict, rows: dict, progress) -> str:
@@ -171,25 +174,52 @@ def _code_tasks(spec: dict, problems: dict, contamination: dict, rows: dict, pro
     return mode
 
 
-def run_eval(spec: dict, progress=print) -> dict:
+def run_eval(spec: dict, progress=print, partial=None) -> dict:
+    """Every task of the spec on every model: the results. ``partial(results so far)`` after each finished task
+    of each model (the missing ones listed), so a job stopped later keeps what finished."""
     _check_spec(spec)
     counting = ensure_token_counting()
     problems = _problems(spec) if any(not is_tool_task(t) for t in spec["tasks"]) else {}
     contamination = _contamination(spec, {**problems, **_tool_problems(spec)}, progress)
     started, rows = time.monotonic(), {}  # type: ignore[var-annotated]
     mode: str | None = _code_tasks(spec, problems, contamination, rows, progress)
+    state: dict = {"counting": counting, "mode": mode, "loaded": {}, "started": started}
+    if partial is not None and rows:
+        partial(_results(spec, rows, state, final=False))
     tool_tasks = [t for t in spec["tasks"] if is_tool_task(t)]
-    loaded: dict = {}
     if tool_tasks:
-        tool_rows, loaded = run_tool_tasks(spec, tool_tasks, progress, contamination)
-        for name, row in tool_rows.items():
-            row["contamination"] = contamination.get(name)
-        rows.update(tool_rows)
-    ordered = [rows[task_name(t) if not is_tool_task(t) else t] for t in spec["tasks"]]
-    if not problems:  # no code task: the sandbox the agent episodes ran in, if any
+        def finished(tool_rows: dict) -> None:
+            if partial is not None:
+                partial(_results(spec, {**rows, **_tool_rows(tool_rows, contamination)}, state, final=False))
+
+        tool_rows, state["loaded"] = run_tool_tasks(spec, tool_tasks, progress, contamination, finished)
+        rows.update(_tool_rows(tool_rows, contamination))
+    return _results(spec, rows, state, final=True)
+
+
+def _tool_rows(tool_rows: dict, contamination: dict) -> dict:
+    for name, row in tool_rows.items():
+        row["contamination"] = contamination.get(name)
+    return tool_rows
+
+
+def _done(row: dict, spec: dict) -> bool:
+    return all(model["label"] in row["status"] or model["label"] in row["scores"] for model in spec["models"])
+
+
+def _results(spec: dict, rows: dict, state: dict, final: bool) -> dict:
+    """The results dict: every task's row in the spec's order; before the end, only the tasks every model finished,
+    with ``partial`` and the ``missing`` tasks named."""
+    names = [task_name(t) if not is_tool_task(t) else t for t in spec["tasks"]]
+    ordered = [rows[n] for n in names if n in rows and (final or _done(rows[n], spec))]
+    mode = state["mode"]
+    if not any(not is_tool_task(t) for t in spec["tasks"]):  # no code task: the sandbox the agent episodes ran in
         mode = next((r["sandbox"] for r in ordered if r.get("sandbox")), None)
+    done = {r["task"] for r in ordered}
+    extra = {} if final else {"partial": True, "missing": [n for n in names if n not in done]}
+    counting, loaded, started = state["counting"], state["loaded"], state["started"]
     return {
-        "tasks": ordered, "sandbox": mode,
+        **extra, "tasks": ordered, "sandbox": mode,
         "isolated": (mode in SAFE_MODES or mode == DOCKER) if mode else None,
         "token_counting": counting, "allow_contaminated": bool(spec.get("allow_contaminated")),
         "models": spec["models"], "loaded": loaded, "limit": spec.get("limit"), "ids": spec.get("ids") or [],

@@ -18,6 +18,7 @@ from .generate import describe, load_generator
 from .integrity import check_model
 from .intervals import rate
 from .nextaction import HEADLINE, TASK, baseline, family_for, next_action_items, run_model
+from .progress import Meter
 
 BFCL_PREFIX = "bfcl:"
 AGENT = agent_task.TASK
@@ -66,12 +67,16 @@ def _next_action_turns(spec: dict, progress):
                        "set data.eval_fraction (e.g. 0.1) and train again, or drop next-action from eval.tasks.")
     rows = _training_rows(na.get("train_data") or spec.get("train_data") or [])
     rows = _shaped(rows, na.get("shaping"), na["heldout"].get("messages_column") or "messages")
-    turns, tool = next_action_items(rows, na["heldout"])  # every held-out turn: eval.limit is for benchmarks
+    turns, tool = next_action_items(rows, na["heldout"])
+    if spec.get("limit"):  # a smoke: the first N held-out sessions, every turn of each
+        keep = list(dict.fromkeys(t.session for t in turns))[:int(spec["limit"])]
+        turns = [t for t in turns if t.session in set(keep)]
     if not turns:
         raise KitError("The held-out sessions hold no assistant turn to score.",
                        "hold out more sessions (a larger data.eval_fraction).")
-    progress(f"[tunepack] next-action: {len(turns)} held-out turns from {len(na['heldout']['groups'])} "
-             f"sessions; most frequent training tool: {tool}")
+    sessions = len({t.session for t in turns})
+    progress(f"[tunepack] next-action: {len(turns)} held-out turns from {sessions} of {len(na['heldout']['groups'])} "
+             f"held-out sessions; most frequent training tool: {tool}")
     return turns, tool
 
 
@@ -93,7 +98,7 @@ def _bfcl_items(spec: dict, task: str) -> list:
     return bfcl.load(task[len(BFCL_PREFIX):], limit=spec.get("limit"), ids=None, source=spec.get("bfcl_source"))
 
 
-def _bfcl_score(gen, family: str, items: list, max_tokens: int, log: Path | None) -> dict:
+def _bfcl_score(gen, family: str, items: list, max_tokens: int, log: Path | None, meter=None) -> dict:
     import json
 
     from . import bfcl
@@ -101,7 +106,7 @@ def _bfcl_score(gen, family: str, items: list, max_tokens: int, log: Path | None
 
     hits, samples = 0, []
     prompts = [(p["conversation"], p["tools"]) for p in map(bfcl.prompt_messages, items)]
-    for item, text in zip(items, gen.complete(prompts, max_tokens), strict=True):
+    for item, text in zip(items, gen.complete(prompts, max_tokens, on_turn=meter), strict=True):
         verdict = bfcl.check(item, parse(family, text).calls)
         hits += bool(verdict.correct)
         samples.append({"id": item.id, "output": text[-2000:], "correct": verdict.correct, "reason": verdict.reason})
@@ -123,8 +128,10 @@ def _row(task: str, metric: str, n: int) -> dict:
             "logs": {}, "metrics": {}, "contamination": None}
 
 
-def run_tool_tasks(spec: dict, tasks: list[str], progress, contamination: dict | None = None) -> tuple[dict, dict]:
-    """({task: row}, {label: what was loaded}) for the tool tasks of the spec."""
+def run_tool_tasks(spec: dict, tasks: list[str], progress, contamination: dict | None = None,
+                   finished=None) -> tuple[dict, dict]:
+    """({task: row}, {label: what was loaded}) for the tool tasks of the spec; ``finished(rows)`` after each task
+    of each model (the results so far)."""
     turns, tool = _next_action_turns(spec, progress) if TASK in tasks else ([], None)
     items = {t: _bfcl_items(spec, t) for t in tasks if t.startswith(BFCL_PREFIX)}
     problems = agent_rows(spec) if AGENT in tasks else []
@@ -138,14 +145,15 @@ def run_tool_tasks(spec: dict, tasks: list[str], progress, contamination: dict |
         rows[AGENT]["sandbox"] = box.mode
     try:
         loaded = _score_models(spec, tasks, rows, {"turns": turns, "items": items, "agent": problems, "box": box},
-                               progress, contamination)
+                               progress, contamination, finished)
     finally:
         if box is not None:
             box.close()
     return rows, loaded
 
 
-def _score_models(spec: dict, tasks: list[str], rows: dict, inputs: dict, progress, contamination: dict | None) -> dict:
+def _score_models(spec: dict, tasks: list[str], rows: dict, inputs: dict, progress, contamination: dict | None,
+                  finished=None) -> dict:
     """Each model loaded once and given every tool task; {label: what was loaded}."""
     loaded, max_tokens = {}, int(spec.get("max_tokens", 512))
     turns, items = inputs["turns"], inputs["items"]
@@ -163,9 +171,10 @@ def _score_models(spec: dict, tasks: list[str], rows: dict, inputs: dict, progre
                 row["scores"][label], row["status"][label] = None, "withheld"
                 continue
             log = logs / f"{task.replace(':', '-')}-{label}.jsonl" if logs else None
+            meter = Meter(task, label, row["n"])
             if task == TASK:
                 result = run_model(gen, turns, family, max_tokens, (spec.get("next_action") or {}).get("max_length"),
-                                   log)
+                                   log, on_turn=meter)
                 row["seconds_per_100_turns"] = {**row.get("seconds_per_100_turns", {}),
                                                 label: result["seconds_per_100_turns"]}
                 row["decode"] = {**row.get("decode", {}), label: {"engine": result["engine"], **(result["decode"] or {})}}
@@ -173,11 +182,14 @@ def _score_models(spec: dict, tasks: list[str], rows: dict, inputs: dict, progre
                 result = _agent_result(gen, family, spec, inputs["box"], inputs["agent"], label, logs)
                 log = logs / f"{AGENT}-{label}" if logs else None
             else:
-                result = {"metrics": _bfcl_score(gen, family, items[task], max_tokens, log)}
+                result = {"metrics": _bfcl_score(gen, family, items[task], max_tokens, log, meter)}
+            meter(row["n"])
             row["metrics"][label] = result["metrics"]
             row["scores"][label] = result["metrics"][row["metric"]]["score"]
             row["status"][label] = "contaminated" if dirty else "scored"
             row["logs"][label] = str(log) if log else None
+            if finished is not None:
+                finished(rows)
         del gen
     return loaded
 

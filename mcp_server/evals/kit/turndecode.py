@@ -142,6 +142,7 @@ class TurnDecoder:
 
         self.torch, self.model, self.lanes = torch, model, max(1, lanes)
         self.stop_ids: set[int] = set()
+        self.on_turn: Any = None
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         params = inspect.signature(base.forward).parameters
         self.cache_arg = "cache" if "cache" in params else "past_key_values"  # transformers >= 5.25 renamed it
@@ -246,6 +247,8 @@ class TurnDecoder:
         out[row.turn.session][row.turn.turn] = row.out
         self.stats["generated_tokens"] += len(row.out)
         self.stats["turns"] += 1
+        if self.on_turn is not None:
+            self.on_turn(self.stats["turns"])
 
     # --- sessions ---
 
@@ -257,11 +260,12 @@ class TurnDecoder:
                 logits = self._read(trunk, prompt)
                 yield _Turn(s, k, trunk["layers"], len(prompt), int(logits.argmax()), max(1, limits[s][k]))
 
-    def run(self, prompts: list[list[list[int]]], limits: list[list[int]], stop_ids: set[int]) -> list[list[list[int]]]:
+    def run(self, prompts: list[list[list[int]]], limits: list[list[int]], stop_ids: set[int],
+            on_turn=None) -> list[list[list[int]]]:
         """The generated ids of every turn of every session (``limits``: each turn's most new tokens), each up to and
-        including its first token of ``stop_ids``."""
+        including its first token of ``stop_ids``; ``on_turn(turns done)`` after each turn."""
         torch = self.torch
-        self.stop_ids = set(stop_ids)
+        self.stop_ids, self.on_turn = set(stop_ids), on_turn
         self.stats = dict.fromkeys(self.stats, 0)
         out: list[list[list[int]]] = [[[] for _ in turns] for turns in prompts]
         source = self._ready(prompts, limits)

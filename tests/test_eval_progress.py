@@ -1,0 +1,125 @@
+"""An eval job says where it is and keeps what it finished: EVALPROGRESS markers become the job's progress (task,
+model, items done of total, time left) in jobs_status / jobs_wait; each finished task is recorded at once, so a job
+stopped by its timeout still answers eval_results with the finished tasks (and isError, naming the missing ones);
+a job that failed without a word gets the fix for its kind."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from mcp_server.jobs import JobInfo, JobSpec, get_backend
+from mcp_server.jobs.base import failure_fix
+from mcp_server.jobs.views import describe
+
+
+def job_info(**kw) -> JobInfo:
+    return JobInfo(**{"id": "local-x", "backend": "local", "name": "x", "stage": "ERROR", "created_at": time.time(),
+                      "exit_code": 1, **kw})
+
+
+def test_a_failed_job_gets_the_fix_for_its_kind():
+    assert "nothing to fix" in failure_fix(job_info(stage="CANCELED", labels={"stage": "eval"}))
+    timed_out = job_info(message="killed after its timeout of 60 s", labels={"stage": "eval"})
+    assert "finished tasks are kept (eval_results" in failure_fix(timed_out)
+    assert "longer timeout" in failure_fix(job_info(message="killed after its timeout of 60 s", labels={"stage": "train"}))
+    assert "pipeline_preflight again" in failure_fix(job_info(labels={"stage": "preflight"}))
+    assert "eval.sandbox" in failure_fix(job_info(labels={"stage": "eval"}))
+    assert "per_device_train_batch_size" in failure_fix(job_info(labels={"stage": "train"}))
+
+
+def test_an_eval_jobs_markers_are_its_progress(tmp_path):
+    script = tmp_path / "eval.py"
+    lines = [{"task": "humaneval", "model": "base", "done": 3, "total": 3, "eta_s": 0.0},
+             {"task": "next-action", "model": "base", "done": 40, "total": 257, "eta_s": 88.5}]
+    script.write_text("import json, time\n"
+                      + "".join(f"print('TUNEPACK_EVALPROGRESS ' + json.dumps({line!r}), flush=True)\n" for line in lines)
+                      + "print('TUNEPACK_EVALPARTIAL ' + json.dumps({'done': ['humaneval'], 'missing': ['next-action']}),"
+                        " flush=True)\ntime.sleep(30)\n")
+    backend = get_backend("local")
+    job = backend.submit(JobSpec(script=str(script), name="progress", labels={"stage": "eval"}))
+    try:
+        for _ in range(100):
+            view = describe(backend, job.id)
+            if view.progress is not None and view.progress.done == 40:
+                break
+            time.sleep(0.1)
+        progress = view.progress
+        assert (progress.task, progress.model, progress.done, progress.total, progress.eta_s) == (
+            "next-action", "base", 40, 257, 88.5)
+        assert progress.tasks_done == ["humaneval"] and progress.step is None
+        from mcp_server.server.job_tools import progress_note
+
+        assert progress_note(progress) == (40.0, 257, "next-action on base: 40/257, about 88 s left")
+    finally:
+        backend.cancel(job.id)
+
+
+def test_the_kit_reports_each_finished_task_with_the_missing_ones(monkeypatch):
+    """run_eval calls back after each task of each model: before the end only the tasks every model finished,
+    with the rest named as missing; the final results carry no partial flag."""
+    from mcp_server.evals.kit import runner
+
+    spec = {"tasks": ["next-action", "bfcl:simple_python"], "models": [{"label": "base"}, {"label": "adapter"}]}
+
+    def fake_tool_tasks(spec, tasks, progress, contamination, finished):
+        rows = {t: {"task": t, "metric": "m", "n": 1, "scores": {}, "status": {}, "metrics": {}} for t in tasks}
+        for model in ("base", "adapter"):
+            for task in tasks:
+                rows[task]["scores"][model], rows[task]["status"][model] = 0.5, "scored"
+                finished(rows)
+        return rows, {}
+
+    monkeypatch.setattr(runner, "run_tool_tasks", fake_tool_tasks)
+    monkeypatch.setattr(runner, "ensure_token_counting", lambda: "offline")
+    monkeypatch.setattr(runner, "_contamination", lambda spec, problems, progress: {})
+    monkeypatch.setattr(runner, "_check_spec", lambda spec: "namespaces")
+    snapshots = []
+    final = runner.run_eval(spec, progress=lambda line: None, partial=snapshots.append)
+    assert [s["missing"] for s in snapshots] == [["next-action", "bfcl:simple_python"]] * 2 + [["bfcl:simple_python"],
+                                                                                                []]
+    assert [r["task"] for r in snapshots[2]["tasks"]] == ["next-action"] and all(s["partial"] for s in snapshots)
+    assert "partial" not in final and [r["task"] for r in final["tasks"]] == spec["tasks"]
+
+
+def test_a_stopped_eval_answers_with_what_finished(tmp_path, monkeypatch):
+    """eval_results on an eval job killed by its timeout: the partial results it left are recorded with the
+    registry version (its card) and returned, with the missing task and the timeout's fix."""
+    from mcp_server.evals import service
+    from mcp_server.home import home_dir
+    from mcp_server.registry import LocalRegistry
+
+    registry = LocalRegistry()
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "org/base"}))
+    (adapter / "adapter_model.safetensors").write_bytes(b"weights")
+    from mcp_server.registry.card import RESULTS_END, RESULTS_START
+
+    entry = registry.push(adapter, "stopped-eval", card=f"# stopped-eval\n\n{RESULTS_START}\nNot evaluated yet.\n"
+                                                        f"{RESULTS_END}\n")
+    out = tmp_path / "eval-output"
+    out.mkdir()
+    row = {"task": "humaneval", "metric": "pass@1", "n": 3, "samples": 1, "scores": {"base": 0.0, "adapter": 1 / 3},
+           "stderr": {}, "status": {"base": "scored", "adapter": "scored"}, "logs": {}, "contamination": None}
+    (out / "results.partial.json").write_text(json.dumps({
+        "partial": True, "missing": ["next-action"], "tasks": [row], "sandbox": "namespaces", "isolated": True,
+        "models": [{"label": "base"}, {"label": "adapter"}], "loaded": {}, "limit": 3, "ids": [], "temperature": 0.0,
+        "duration_s": 1.0, "token_counting": "offline", "allow_contaminated": False}))
+    eval_id = "eval-stopped-1"
+    home_dir("evals", eval_id).joinpath("eval_run.json").write_text(json.dumps({
+        "registry_name": entry.name, "registry_version": entry.version, "script": "eval.py",
+        "output_dir": str(out), "render": {}}))
+    stuck = tmp_path / "stuck.py"
+    stuck.write_text("import time\nprint('evaluating', flush=True)\ntime.sleep(60)\n")
+    backend = get_backend("local")
+    job = backend.submit(JobSpec(script=str(stuck), name=eval_id, timeout_s=1,
+                                 labels={"stage": "eval", "eval_id": eval_id}))
+    info = backend.wait(job.id, timeout_s=60)
+    assert info.stage == "ERROR" and "timeout" in info.message
+    summary = service.eval_results(job_id=job.id)
+    assert summary["partial"] and summary["missing"] == ["next-action"]
+    assert "finished tasks are kept" in summary["error"]
+    assert summary["tasks"][0]["scores"]["adapter"] == 1 / 3
+    card = open(entry.card_path, encoding="utf-8").read()
+    assert "humaneval" in card and "0.333" in card  # the card shows the finished task
