@@ -91,7 +91,7 @@ def test_an_hf_sweep_from_approval_to_the_pick(hub, tmp_path):
 
     r02, r03 = jobs()["r02"], jobs()["r03"]
     hub.set_stage(r02, "RUNNING")
-    hub.state.logs[r02] = [metric(1, 2.0), metric(2, 2.4), metric(3, 2.9)]  # diverging
+    hub.state.logs[r02] = [metric(1, 2.0), metric(2, 2.0), metric(3, 2.4), metric(4, 2.9)]  # diverging
     hub.state.logs[r03] = ["Traceback (most recent call last):", "torch.OutOfMemoryError: CUDA out of memory"]
     hub.set_stage(r03, "ERROR", "Job timed out")  # a timeout message, but the script crashed: no retry
     ctl.step()
@@ -118,5 +118,5 @@ def test_an_hf_sweep_from_approval_to_the_pick(hub, tmp_path):
     statuses = {e.id: (e.status, e.do_not_repeat, e.metric_value) for e in Ledger(project).list()}
     ids = {r.id: r.experiment_id for r in state.runs}
     assert statuses[ids["r01"]] == ("keep", False, 1.2) and statuses[ids["r04"]] == ("discard", False, 1.5)
-    assert statuses[ids["r02"]][:2] == ("discard", True) and statuses[ids["r03"]][0] == "crash"
+    assert statuses[ids["r02"]][:2] == ("discard", False) and statuses[ids["r03"]][0] == "crash"  # rose: may repeat
     assert "private Hub repo" in pick.next_step

@@ -16,14 +16,29 @@ def logs(*losses, key="loss"):
     return [{"step": i + 1, "max_steps": 100, key: v} for i, v in enumerate(losses)]
 
 
-def test_divergence_nan_at_once_and_loss_above_start_for_k_logs():
-    assert divergence(logs(2.0, 1.9, 1.8, 1.7), 3) is None
-    assert "loss became nan at step 2" in divergence(logs(2.0, math.nan), 3)
-    assert "eval_loss became inf" in divergence(logs(2.0, math.inf, key="eval_loss"), 3)
-    assert divergence(logs(2.0, 2.1, 2.2, 1.9, 2.3), 3) is None  # the run dipped back: not consecutive
-    reason = divergence(logs(2.0, 2.1, 2.2, 2.4), 3)
-    assert "above its starting value 2 for 3 consecutive logs (now 2.4 at step 4)" in reason
-    assert divergence(logs(2.0, 2.1, 2.2), 2) and divergence(logs(2.0, 2.1, 2.2), 3) is None
+def test_divergence_nan_at_once_and_loss_above_its_reference_after_warmup_for_k_logs():
+    assert divergence(logs(2.0, 1.9, 1.8, 1.7), 3).kind is None
+    nan = divergence(logs(2.0, math.nan), 3)
+    assert nan.kind == "nan" and "loss became nan at step 2" in nan.reason
+    assert "eval_loss became inf" in divergence(logs(2.0, math.inf, key="eval_loss"), 3).reason
+    assert divergence(logs(2.0, 2.0, 2.3, 2.4, 1.9, 2.5), 3).kind is None  # dipped back: not consecutive
+    rising = divergence(logs(9.0, 2.0, 2.3, 2.4, 2.5), 3)  # step 1 (logged before the first update) is no reference
+    assert rising.kind == "rising" and rising.reference == 2.0 and rising.reference_step == 2
+    assert "more than 10% above 2 (its value at step 2, after warmup) for 3 consecutive logs (now 2.5 at step 5)" \
+        in rising.reason
+    assert divergence(logs(2.0, 2.0, 2.1, 2.15, 2.18), 3).kind is None  # within 10 %: noise, not divergence
+    warm = [{"step": i + 1, "loss": v, "learning_rate": lr} for i, (v, lr) in
+            enumerate([(7.9, 0.0), (8.0, 0.0), (2.0, 1e-3), (1.9, 1e-3), (1.8, 1e-3), (1.7, 1e-3)])]
+    assert divergence(warm, 3).kind is None  # the warmup logs at learning rate 0 are not the reference
+
+
+def test_tracking_summary_flags_by_the_same_rule():
+    from mcp_server.tracking.analysis import analyse_series
+
+    _, flags = analyse_series("loss", [(1, 7.9), (2, 8.1), (3, 8.2), (4, 8.3), (5, 8.0)], {1: 0.0, 2: 0.0})
+    assert not any("diverging" in f for f in flags)  # 8.1 after warmup is the reference: within 10 %
+    _, flags = analyse_series("loss", [(1, 2.0), (2, 2.0), (3, 2.5), (4, 2.6), (5, 2.7)])
+    assert any("more than 10% above 2" in f and "diverging" in f for f in flags)
 
 
 def test_clean_steps_of_the_canary():

@@ -103,9 +103,15 @@ def test_a_real_local_sweep(short_data):
     assert by_run[best].status == "keep" and by_run[best].metric_name == "mean_token_accuracy"
     other = "r02" if best == "r01" else "r01"
     assert by_run[other].status == "discard" and not by_run[other].do_not_repeat
-    assert by_run["r03"].status == "discard" and by_run["r03"].do_not_repeat and "early-stopped" in by_run["r03"].note
+    assert by_run["r03"].status == "discard" and "early-stopped (" in by_run["r03"].note
+    assert by_run["r03"].do_not_repeat == ("early-stopped (nan)" in by_run["r03"].note)  # only a NaN condemns
     again = plan_sweep(spec)  # the same sweep again: nothing left to run
-    assert again.total_runs == 0 and "do-not-repeat" in again.runs[2].refused
+    refused = again.runs[2].refused
+    assert again.total_runs == 0 and refused
+    if by_run["r03"].do_not_repeat:  # its loss became NaN: condemned, with the MCP call that lifts a wrong verdict
+        assert "do-not-repeat" in refused and "do_not_repeat=false) lifts it" in refused
+    else:  # its loss rose: not condemned, but the same config again would give the same result
+        assert "repeats experiment" in refused and "change a value" in refused
 
 
 def test_a_broken_canary_stops_the_sweep_before_the_others_start(short_data):

@@ -69,3 +69,12 @@ def test_ranks_on_an_eval_score_without_touching_the_ledger_metric(sweep):
     assert not by_pass.recorded and "ranks on 'eval_loss'" in by_pass.ledger_note
     dry = select_sweep(sweep_id, direction="max", record=False)
     assert dry.best.run == "r04" and dry.ledger_note.startswith("not recorded")
+
+
+def test_a_gap_within_noise_is_said_with_the_values():
+    from mcp_server.sweeps.select import within_noise
+
+    note = within_noise(["r01", "r02"], {"r01": 1.2001, "r02": 1.2005}, "eval_loss")
+    assert note.startswith("r01 and r02 are within noise on eval_loss (1.2 vs 1.2: 0.03% apart, under 1%)")
+    assert within_noise(["r01", "r02"], {"r01": 1.0, "r02": 1.2}, "eval_loss") is None
+    assert within_noise(["r01"], {"r01": 1.0}, "eval_loss") is None

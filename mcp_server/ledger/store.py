@@ -149,8 +149,10 @@ class Ledger:
                     why = "marked do-not-repeat" if row["do_not_repeat"] else f"status {row['status']}"
                     raise LedgerError(
                         f"This repeats experiment #{row['id']} ({row['variable']} = {row['value']}, {why}).",
-                        "propose a different change; ledger_list shows what was tried (a crashed experiment "
-                        "without do-not-repeat may be proposed again once its cause is fixed).")
+                        "propose a different change (ledger_list shows what was tried); if that verdict was wrong "
+                        f"(an early stop on noise, a crash whose cause is fixed), lift it with ledger_record("
+                        f"project='{self.project}', experiment_id={row['id']}, status='{row['status']}', "
+                        "do_not_repeat=false) — CLI: `tunepack ledger record ... --may-repeat`.")
             new_id = db.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM experiments WHERE project = ?",
                                 (self.project,)).fetchone()[0]  # numbered per project, under the write lock
             db.execute(

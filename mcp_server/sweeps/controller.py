@@ -124,9 +124,10 @@ class Controller:
             run.status = "running" if info.stage == "RUNNING" else "submitted"
             stop = self.state.early_stop
             if stop.get("enabled", True):
-                reason = divergence(records, stop.get("patience", 3)) or hacking_signs(records)  # GRPO's signs too
-                if reason:
-                    self._stop(run, job_id, reason)
+                verdict = divergence(records, stop.get("patience", 3))
+                hacked = hacking_signs(records)  # GRPO's signs too
+                if verdict.kind or hacked:
+                    self._stop(run, job_id, verdict.reason or str(hacked), verdict.kind or "hacking")
             return
         run.ended_at = info.ended_at or time.time()
         self._settle()
@@ -180,7 +181,10 @@ class Controller:
         except Exception:
             return None
 
-    def _stop(self, run: RunState, job_id: str, reason: str) -> None:
+    def _stop(self, run: RunState, job_id: str, reason: str, kind: str) -> None:
+        """Stop a run early. The ledger keeps what the settings taught: a NaN loss (deterministic: the same settings
+        fail again) is a discard not to repeat, named with the change that lifts it; a loss that rose (it may be the
+        start's noise on a short run) or a hacked reward is a discard that may be proposed again."""
         print(f"[tunepack] {run.id}: stopping early — {reason}", flush=True)
         try:
             self.backend.cancel(job_id)
@@ -190,7 +194,9 @@ class Controller:
         self.state.alerts.append(fire_alert(
             self.state.project, run.run_name, f"sweep {self.state.id}: {run.id} stopped early", reason,
             level="error", step=run.step, run_id=run.id))
-        self._record(run, "discard", note=f"sweep {self.state.id}: early-stopped, {reason}", do_not_repeat=True)
+        lift = {"nan": "; a lower learning rate (or fp32 / a longer warmup) lifts it"}.get(kind, "")
+        self._record(run, "discard", note=f"sweep {self.state.id}: early-stopped ({kind}), {reason}{lift}",
+                     do_not_repeat=kind == "nan")
         self._settle()
 
     def _fail(self, run: RunState, kind: FailureKind, error: str) -> None:

@@ -14,6 +14,7 @@ import time
 from typing import Literal, TypeGuard
 
 from ..jobs import JobInfo, markers
+from ..tracking.divergence import Verdict, diverging
 from .state import RunState, trim_curve
 
 LOSS_KEYS = ("loss", "eval_loss")
@@ -84,23 +85,15 @@ def clean_loss_logs(records: list[dict]) -> int:
     return -1 if any(not _finite(v) for v in losses) else len(losses)
 
 
-def divergence(records: list[dict], patience: int) -> str | None:
-    """Why a run should stop: a NaN/inf loss, or the training loss above its first value for ``patience``
-    consecutive logs; None while it looks healthy."""
+def divergence(records: list[dict], patience: int) -> Verdict:
+    """Whether a run should stop, by the one divergence rule (tracking/divergence.py): a NaN/inf loss, or the
+    training loss above its reference after warmup for ``patience`` consecutive logs."""
     for r in records:
         for key in LOSS_KEYS:
             if key in r and not _finite(r[key]):
-                return f"{key} became {r[key]} at step {r['step']}"
-    losses = [(int(r["step"]), r["loss"]) for r in records if "loss" in r]
-    if len(losses) <= patience:
-        return None
-    start, above = losses[0][1], 0
-    for step, value in losses[1:]:
-        above = above + 1 if value > start else 0
-        if above >= patience:
-            return (f"loss stayed above its starting value {start:.4g} for {patience} consecutive logs "
-                    f"(now {value:.4g} at step {step})")
-    return None
+                return Verdict("nan", f"{key} became {r[key]} at step {r['step']}: training diverged numerically")
+    points = [(int(r["step"]), float(r["loss"]), r.get("learning_rate")) for r in records if "loss" in r]
+    return diverging(points, patience)
 
 
 def failure_kind(info: JobInfo, log_text: str) -> Literal["infra", "script"]:

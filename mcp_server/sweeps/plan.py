@@ -122,15 +122,23 @@ def _weight(cfg: TrainConfig) -> tuple:
     return (t.max_length * t.per_device_train_batch_size * cfg.distributed.processes, cfg.lora.r, t.max_steps)
 
 
+def _lift(ledger: Ledger, e) -> str:
+    return (f"; if that verdict was wrong, ledger_record(project='{ledger.project}', experiment_id={e.id}, "
+            f"status='{e.status}', do_not_repeat=false) lifts it")
+
+
 def _refusal(ledger: Ledger, experiments: list, digest: str, changes: dict[str, Any]) -> str | None:
     for e in ledger.blocked(config_hash=digest):
-        return f"the ledger marks this exact config do-not-repeat (#{e.id}, {e.status}: {e.note or 'no note'})"
+        return (f"the ledger marks this exact config do-not-repeat (#{e.id}, {e.status}: {e.note or 'no note'})"
+                + _lift(ledger, e))
     for key, value in changes.items():
         for e in ledger.blocked(variable=key, value=value):
-            return f"{key}={value} is marked do-not-repeat in the ledger (#{e.id}, {e.status}: {e.note or 'no note'})"
+            return (f"{key}={value} is marked do-not-repeat in the ledger (#{e.id}, {e.status}: {e.note or 'no note'})"
+                    + _lift(ledger, e))
     for e in experiments:
         if e.config_hash == digest and e.status != "crash":
-            return f"repeats experiment #{e.id} ({e.status}) of ledger project '{ledger.project}'"
+            return (f"repeats experiment #{e.id} ({e.status}) of ledger project '{ledger.project}': the same config "
+                    "gives the same result; change a value (another training.seed, more steps) to run it again")
     return None
 
 

@@ -39,6 +39,7 @@ class Selection(BaseModel):
     recorded: bool = Field(description="True when keep/discard/crash were written to the ledger.")
     ledger_note: str
     plateau: Plateau | None = None
+    within_noise: str | None = Field(None, description="Set when the best two runs are within noise of each other.")
     table: str
     next_step: str
 
@@ -99,6 +100,7 @@ def select_sweep(sweep_id: str, metric: str | None = None, direction: str | None
     ranking = [_ranked(r, rank.get(r.id), values[r.id]) for r in
                sorted(state.runs, key=lambda r: (rank.get(r.id, len(rank) + 1), r.id))]
     best = ranking[0] if order else None
+    noise = within_noise(order, finite, chosen["name"])
     finished = all(r.status in FINAL for r in state.runs)
     ledger = Ledger(state.ledger)
     recorded, note = False, ""
@@ -129,13 +131,31 @@ def select_sweep(sweep_id: str, metric: str | None = None, direction: str | None
         nxt = (f"best: {best.run} — publish it with registry_publish(name='{best.registry_name}', "
                f"version={best.registry_version}, repo_id='NAMESPACE/{best.registry_name}') (private by default; "
                "public needs the human's yes), or evaluate it first (eval_start)")
+    if noise:
+        nxt = f"{noise}. {nxt}"
     selection = Selection(sweep_id=sweep_id, sweep_status=state.status, metric=chosen, ranking=ranking, best=best,
                           recorded=recorded, ledger_note=note, plateau=ledger.plateau() if recorded else None,
-                          table=table, next_step=nxt)
+                          within_noise=noise, table=table, next_step=nxt)
     with updating(folder) as st:
         st.selection = {"at": time.time(), "metric": chosen, "best": best.model_dump() if best else None,
                         "order": order, "recorded": recorded}
     return selection
+
+
+NOISE = 0.01  # a relative gap under 1 % between the best two runs is no evidence that one is better
+
+
+def within_noise(order: list[str], values: dict[str, float], name: str) -> str | None:
+    """A sentence when the best two runs are within noise of each other (their relative gap under 1 %)."""
+    if len(order) < 2:
+        return None
+    a, b = values[order[0]], values[order[1]]
+    gap = abs(a - b) / max(abs(a), abs(b), 1e-12)
+    if gap >= NOISE:
+        return None
+    return (f"{order[0]} and {order[1]} are within noise on {name} ({a:.4g} vs {b:.4g}: {gap:.2%} apart, under "
+            f"{NOISE:.0%}): the ranking does not show one setting is better; the runner-up is not condemned (it may "
+            "be repeated), and more held-out data or seeds would tell them apart")
 
 
 def _record(ledger: Ledger, run: RunState, entry: RankedRun, best: RankedRun | None, metric: dict, sweep_id: str,
@@ -152,8 +172,8 @@ def _record(ledger: Ledger, run: RunState, entry: RankedRun, best: RankedRun | N
         status, dnr = "discard", False  # a healthy run that lost: its values are not condemned
         note = (f"rank {entry.rank} of {ranked} in sweep {sweep_id}" if entry.rank else
                 f"sweep {sweep_id}: no value for {metric['name']}")
-    elif run.status == "stopped":
-        status, dnr, note = "discard", True, None  # the controller already noted the divergence
+    elif run.status == "stopped":  # the controller recorded why, and whether the settings may be tried again
+        status, dnr, note = "discard", None, None
     else:
         status, dnr, note = "crash", False, None
     e = ledger.record(run.experiment_id, status, do_not_repeat=dnr, note=note, **kwargs)

@@ -8,10 +8,10 @@ import math
 
 from pydantic import BaseModel, Field
 
+from .divergence import diverging
 from .store import MetricPoint, TrackioStore
 
 LOSS_KEYS = ("loss", "eval_loss")
-DIVERGE_CONSECUTIVE = 3
 PLATEAU_REL = 0.01
 
 
@@ -43,7 +43,10 @@ def _window(n: int) -> int:
     return max(3, min(n, max(5, n // 5)))
 
 
-def analyse_series(name: str, series: list[tuple[int, float]]) -> tuple[MetricReport | None, list[str]]:
+def analyse_series(name: str, series: list[tuple[int, float]],
+                   rates: dict[int, float] | None = None) -> tuple[MetricReport | None, list[str]]:
+    """A metric's report and flags; ``rates``: the learning rate logged at each step (warmup logs at 0 are not a
+    reference for divergence)."""
     flags = []
     bad = [(s, v) for s, v in series if not math.isfinite(v)]
     if bad:
@@ -59,14 +62,10 @@ def analyse_series(name: str, series: list[tuple[int, float]]) -> tuple[MetricRe
     base = recent[0] if recent[0] != 0 else 1e-12
     change = (recent[-1] - recent[0]) / abs(base)
     trend = "flat" if abs(change) < PLATEAU_REL else ("falling" if change < 0 else "rising")
-    if lower_is_better and len(values) > DIVERGE_CONSECUTIVE:
-        start, run = values[0], 0
-        for v in values[1:]:
-            run = run + 1 if v > start else 0
-            if run >= DIVERGE_CONSECUTIVE:
-                flags.append(f"{name} stayed above its starting value {start:.4g} for {DIVERGE_CONSECUTIVE}+ "
-                             "consecutive logs: the run is diverging; stop it and lower the learning rate")
-                break
+    if lower_is_better:
+        verdict = diverging([(s, v, (rates or {}).get(s)) for s, v in finite], name=name)
+        if verdict.kind == "rising":
+            flags.append(f"{verdict.reason}: the run is diverging; stop it and lower the learning rate")
     if lower_is_better and len(values) >= 6 and trend == "flat":
         flags.append(f"{name} changed less than {PLATEAU_REL:.0%} over the last {len(recent)} logs: a plateau; "
                      "more steps are unlikely to help at this learning rate")
@@ -79,8 +78,9 @@ def run_report(store: TrackioStore, project: str, run: str, metrics: list[str] |
     points = store.history(project, run)
     keys = metrics or sorted({k for p in points for k in p.values})
     reports, flags = [], []
+    rates = dict(_series(points, "learning_rate"))
     for key in keys:
-        report, found = analyse_series(key, _series(points, key))
+        report, found = analyse_series(key, _series(points, key), rates)
         flags.extend(found)
         if report:
             reports.append(report)
