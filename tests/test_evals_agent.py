@@ -102,6 +102,6 @@ def test_the_config_the_score_names_and_the_card_know_the_task():
     assert scores_by_name(results) == {"eval/mbpp-agent/pass@1": 0.5, "eval/mbpp-agent/reached": 0.5,
                                        "eval/mbpp-agent/reward": 0.3}
     assert known_prefixes(["mbpp-agent"]) == ["eval/mbpp-agent/"]
-    assert "| mbpp-agent | pass@1 | 2 | 0.000 | 0.500 [0.10, 0.90] |" in results_markdown(results)
+    assert "| mbpp-agent | pass@1 | 2 | 0.000 [0.00, 0.66] | 0.500 [0.10, 0.90] |" in results_markdown(results)
     (entry,) = model_index(results)
     assert entry.dataset_type == "google-research-datasets/mbpp" and entry.metric_value == 0.5

@@ -29,8 +29,8 @@ CARD = f"---\nlibrary_name: peft\ntags:\n- tunepack\n---\n\n# x\n\n## Evaluation
 
 def test_every_row_is_complete():
     text = results_markdown(results())
-    assert "| humaneval | pass@1 | 164 | 0.250 | 0.500 | 0/164 (0.0%) |" in text
-    assert "| mbpp | pass@1 | 500 | 0.100 | withheld (contaminated) | 3/500 (0.6%) |" in text
+    assert "| humaneval | pass@1 | 164 | 0.250 [0.19, 0.32] | 0.500 [0.42, 0.58] | 0/164 (0.0%) |" in text
+    assert "| mbpp | pass@1 | 500 | 0.100 [0.08, 0.13] | withheld (contaminated) | 3/500 (0.6%) |" in text
     assert "Withheld:" in text and "allow_contaminated" in text
     assert "unsafe-host" not in text
 
@@ -39,7 +39,7 @@ def test_labels_for_contaminated_unsandboxed_and_limited_runs():
     r = results(sandbox="unsafe-host", isolated=False, limit=5)
     r["tasks"][1]["scores"]["adapter"], r["tasks"][1]["status"]["adapter"] = 0.9, "contaminated"
     text = results_markdown(r)
-    assert "0.900 ⚠ contaminated" in text
+    assert "0.900 [0.87, 0.92] ⚠ contaminated" in text
     assert "unsafe-host: generated code ran without isolation" in text
     assert "first 5 problems" in text
 
@@ -85,8 +85,8 @@ def _with_references(*labels: str) -> dict:
 def test_a_starting_adapter_gets_its_own_column_in_both_tables():
     text = results_markdown(_with_references("start"))
     assert "| Benchmark | Metric | n | Base model | Base + adapter | Starting adapter | Contamination |" in text
-    assert "| humaneval | pass@1 | 164 | 0.250 | 0.500 | 0.375 | 0/164 (0.0%) |" in text
-    assert "| mbpp | pass@1 | 500 | 0.100 | withheld (contaminated) | withheld (contaminated) | 3/500 (0.6%) |" in text
+    assert "| humaneval | pass@1 | 164 | 0.250 [0.19, 0.32] | 0.500 [0.42, 0.58] | 0.375 [0.31, 0.45] | 0/164 (0.0%) |" in text
+    assert "| mbpp | pass@1 | 500 | 0.100 [0.08, 0.13] | withheld (contaminated) | withheld (contaminated) | 3/500 (0.6%) |" in text
     assert "| Metric | n | Most-frequent-tool baseline | Base model | Base + adapter | Starting adapter |" in text
     assert "| tool_name | 40 | 0.100 [0.40, 0.60] | 0.250 [0.40, 0.60] | 0.500 [0.40, 0.60] | 0.375 [0.40, 0.60] |" \
         in text
@@ -96,7 +96,7 @@ def test_a_starting_adapter_gets_its_own_column_in_both_tables():
 def test_reference_columns_appear_only_for_the_models_scored():
     both = results_markdown(_with_references("start", "teacher"))
     assert "| Base + adapter | Teacher | Starting adapter | Contamination |" in both  # teacher first, then start
-    assert "| humaneval | pass@1 | 164 | 0.250 | 0.500 | 0.750 | 0.375 | 0/164 (0.0%) |" in both
+    assert "| humaneval | pass@1 | 164 | 0.250 [0.19, 0.32] | 0.500 [0.42, 0.58] | 0.750 [0.68, 0.81] | 0.375 [0.31, 0.45] | 0/164 (0.0%) |" in both
     assert "| Base + adapter | Teacher | Starting adapter |\n" in both
     plain = results_markdown(_with_references())
     assert "Starting adapter" not in plain and "Teacher" not in plain

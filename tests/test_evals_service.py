@@ -63,7 +63,7 @@ def test_a_remote_eval_runs_the_rendered_script_and_records_its_results(hub):
     assert summary["tasks"][0]["scores"]["adapter"] == pytest.approx(1 / 3)
     card = LocalRegistry().get("remote-eval").card_path
     text = open(card).read()
-    assert "| humaneval | pass@1 | 3 | 0.000 | 0.333 | 0/3 (0.0%) |" in text and "unsafe-host" in text
+    assert "| humaneval | pass@1 | 3 | 0.000 [0.00, 0.56] | 0.333 [0.06, 0.79] | 0/3 (0.0%) |" in text and "unsafe-host" in text
     assert "model-index" not in text  # an unsandboxed score never reaches model-index
     assert eval_results(name="remote-eval")["tasks"] == summary["tasks"]
 

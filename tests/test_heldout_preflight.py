@@ -67,6 +67,16 @@ def test_preflight_and_the_sweep_plan_list_the_held_out_sessions_and_fail_a_set_
     assert report.ok and check.status == "pass" and report.heldout["sessions"] == 2
     assert report.heldout["call_turns"] > 0 and set(report.heldout["tools"]) <= {"read", "edit", "bash"}
     assert "drawn with data.eval_seed 0" in check.detail and "with a tool call" in check.detail
+    (timed,) = report.eval_time["tasks"]  # each eval task's expected time, before anything runs
+    assert timed["task"] == "next-action" and timed["items"] == report.heldout["turns"] and timed["models"] == 2
+    assert report.eval_time["warning"] is None and next(c for c in report.checks if c.name == "eval_time").status == "pass"
+    slow = tmp_path / "slow.yaml"  # HumanEval in full at 4096 new tokens cannot fit a 10-minute job
+    slow.write_text(f"model: {{name: tiny:gemma4}}\ndata: {{path: {sessions}, eval_fraction: 0.34}}\n"
+                    "eval: {tasks: [humaneval], max_tokens: 4096}\njob: {timeout_s: 600}\n")
+    late = preflight(slow, smoke=False)
+    check = next(c for c in late.checks if c.name == "eval_time")
+    assert not late.ok and check.status == "fail" and "humaneval 164 items" in check.detail
+    assert "10-minute timeout" in check.detail and "eval.limit" in check.fix
     spec = tmp_path / "sweep.yaml"
     spec.write_text(f"name: s\nbase: {config}\ngrid: {{training.learning_rate: [0.001, 0.002]}}\n")
     assert plan_sweep(spec).heldout == report.heldout  # every run is scored on the same sessions

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from support.common import REPO, short_conversation, write_jsonl
+from mcp_server.evals.kit.intervals import wilson
 from mcp_server.errors import ConfigError, DataError
 from mcp_server.pipeline import precheck_data, run_pipeline
 from mcp_server.train.data import read_local_rows
@@ -32,7 +33,11 @@ def test_demo_trains_tracks_registers_and_writes_the_card(demo_run):
     (row,) = demo_run["eval"]["tasks"]
     assert row["task"] == "humaneval" and row["n"] == 5 and row["status"] == {"base": "scored", "adapter": "scored"}
     assert row["contaminated_share"] == 0.0 and 0.0 <= row["scores"]["adapter"] <= 1.0
-    line = f"| humaneval | pass@1 | 5 | {row['scores']['base']:.3f} | {row['scores']['adapter']:.3f} | 0/5 (0.0%) |"
+    cells = []
+    for label in ("base", "adapter"):  # each score with Wilson's 95 % interval over its 5 problems
+        low, high = wilson(round(row["scores"][label] * 5), 5)
+        cells.append(f"{row['scores'][label]:.3f} [{low:.2f}, {high:.2f}]")
+    line = f"| humaneval | pass@1 | 5 | {cells[0]} | {cells[1]} | 0/5 (0.0%) |"
     assert line in card and "Sandbox: `namespaces`" in card and "first 5 problems" in card
     assert "model-index:" in card  # a clean sandboxed score goes into the Hub metadata
     results = json.loads((adapter / "eval_results.json").read_text())

@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
     r.add_argument("--backend", default="local", choices=["local", "hf"], help="where the eval job runs")
     r.add_argument("--flavor", help="HF Jobs hardware flavor (--backend hf)")
     r.add_argument("--timeout", type=int, help="kill the eval job after this many seconds")
+    r.add_argument("--project", help="Trackio project the scores log into (group eval) and the budget charged "
+                                     "(default: the project the adapter was trained in)")
     r.add_argument("--json", action="store_true", help="print JSON")
     r.add_argument("--yes", action="store_true", help=YES_HELP)
     r.set_defaults(func=run_eval)
@@ -95,7 +97,8 @@ def run_eval(args) -> None:
     backend = get_backend(args.backend)
     # the command is the person's approval; a paid flavor is still charged to the daily budget
     started = service.start_eval(args.name, args.version, ev=ev, backend=backend, flavor=args.flavor,
-                                 timeout_s=args.timeout, consent=Consent.keyboard(args.yes))
+                                 timeout_s=args.timeout, project=args.project,
+                                 consent=Consent.keyboard(args.yes))
     job = started.job
     assert job is not None, "keyboard consent approves: the job was submitted"
     if started.spend.cost.paid and started.spend.budget:

@@ -4,7 +4,7 @@
     card = apply_to_card(card, results, name="my-adapter")  # table + model-index, rest untouched
 
 Every row is complete and honest: task, metric, n problems (× samples), base score, adapter score
-(or "withheld"), the contaminated share, and labels for contaminated or unsandboxed scores.
+(or "withheld") with its 95 % interval, the contaminated share, and labels for contaminated or unsandboxed scores.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..registry import replace_results
+from .kit.intervals import wilson
 
 DATASETS = {
     "humaneval": ("openai_humaneval", "HumanEval"),
@@ -25,8 +26,16 @@ REFERENCES = (("teacher", "Teacher"), ("start", "Starting adapter"))
 
 
 def _interval(row: dict, label: str) -> str:
+    """The 95 % interval of the cell: the one recorded with the score, else Wilson's over n problems for a pass@1
+    of one sample each (k of n passed)."""
     metric = ((row.get("metrics") or {}).get(label) or {}).get(row.get("metric") or "")
-    return f" [{metric['low']:.2f}, {metric['high']:.2f}]" if metric and metric.get("score") is not None else ""
+    if metric and metric.get("score") is not None:
+        return f" [{metric['low']:.2f}, {metric['high']:.2f}]"
+    value, n = (row.get("scores") or {}).get(label), row.get("n") or 0
+    if value is None or not n or row.get("samples", 1) != 1 or row.get("metric") != "pass@1":
+        return ""
+    low, high = wilson(round(value * n), n)
+    return f" [{low:.2f}, {high:.2f}]"
 
 
 def _score(row: dict, label: str) -> str:

@@ -36,6 +36,7 @@ class PreflightReport(BaseModel):
     smoke_job: JobInfo | None = None
     remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
     heldout: dict | None = None  # the held-out sessions: names, turns, tool-call turns, tools (before any training)
+    eval_time: dict | None = None  # eval.tasks: each task's items and expected seconds on this backend, vs the timeout
     distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
     grpo: dict | None = None  # training.method grpo: rewards, monitors, sizing, generation path, start, ceiling
     approval: dict | None = None  # GRPO on a paid flavor, not yet approved: the decision (quote, approval_token)
@@ -66,7 +67,7 @@ def smoke_config(cfg: TrainConfig) -> TrainConfig:
         "grpo": grpo_section,
         "chat_template": "model", "quantization": "none", "data": data, "training": training, "teacher": None,
         "distill": type(cfg.distill)(),
-        "tracking": cfg.tracking.model_copy(update={"project": "tunepack-smoke", "space_id": None}),
+        "tracking": cfg.tracking.model_copy(update={"space_id": None}),  # the run's own project, group "smoke"
         "output": cfg.output.model_copy(update={"adapter_dir": None, "hub_repo_id": None})})
 
 
@@ -174,6 +175,26 @@ def heldout_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
     return summary
 
 
+def eval_time_check(cfg: TrainConfig, flavor: str | None, timeout_s: int | None, heldout: dict | None,
+                    checks: list[Check]) -> dict | None:
+    """Each eval task's expected time on the run's machine (every answer at max_tokens), and a failed check when
+    that alone passes the job's timeout (the eval runs in the training job, after training)."""
+    from ..evals.estimate import against_timeout, eval_times, times_line
+
+    if not cfg.eval.tasks or method_of(cfg).rl:
+        return None
+    tiny = cfg.model.is_tiny
+    times = eval_times(cfg.eval, flavor=flavor, tiny=tiny, nextaction_turns=(heldout or {}).get("turns"),
+                       heldout_sessions=(heldout or {}).get("sessions"))
+    timeout = timeout_s or cfg.job.timeout_s
+    total, warning = against_timeout(times, timeout, flavor, tiny)
+    line = times_line(times, total)
+    checks.append(Check(name="eval_time", status="fail" if warning else "pass",
+                        detail=line + (f"; {warning[0]}" if warning else ""), fix=warning[1] if warning else None))
+    return {"tasks": [t.model_dump() for t in times], "expected_s": round(total, 1), "timeout_s": timeout,
+            "warning": f"{warning[0]}: {warning[1]}" if warning else None}
+
+
 def _quote(backend: str, flavor: str | None, timeout_s: int | None, checks: list[Check]) -> CostEstimate | None:
     try:
         cost = estimate(backend, flavor, timeout_s)
@@ -198,7 +219,7 @@ def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     if cfg.data.path:
         small = smoke_config(cfg)
         smoke_script = write_script(small, run_dir / "smoke.py", run_name=f"smoke-{run_name}",
-                                    model_path=str(tiny_model_path(small)))
+                                    model_path=str(tiny_model_path(small)), group="smoke")
         plan.smoke = SmokePlan(script=str(smoke_script), config=small, output_dir=str(run_dir / "smoke-adapter"))
     else:
         checks.append(Check(name="smoke", status="skipped",
@@ -305,7 +326,10 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
     method = method_of(cfg)
     own = method.preflight(cfg, backend, flavor, checks)  # distillation's plan, GRPO's RL preflight
-    done = {"cost": cost, "heldout": heldout_check(cfg, checks),
+    heldout = heldout_check(cfg, checks)
+    done = {"cost": cost, "heldout": heldout,
+            "eval_time": eval_time_check(cfg, cost.flavor if backend != "local" else "local", timeout_s, heldout,
+                                         checks),
             **({method.report_key: own} if method.report_key else {})}
     if any(c.status == "fail" for c in checks):
         return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)

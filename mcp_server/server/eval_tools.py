@@ -71,6 +71,8 @@ def eval_start(ctx: Context, name: Name, approval: EvalApproval, version: Versio
                eval: Annotated[EvalSection | None, Field(description="What to evaluate and how: the config's eval "
                                                                     "section (default: tasks [humaneval]).")] = None,
                backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
+               project: Annotated[str | None, Field(description="Trackio project (group eval) and budget; default: "
+                                                                "the adapter's training project.")] = None,
                approval_token: ApprovalToken = None) -> SpendResult:
     """Evaluate a registry version (base vs base + adapter) on its eval.tasks, generated code in a sandbox, after a
     contamination check against its training data. Returns the job id at once; results go into the version's
@@ -79,7 +81,7 @@ def eval_start(ctx: Context, name: Name, approval: EvalApproval, version: Versio
 
     started = start_eval(name, version, ev=eval or EvalSection(tasks=["humaneval"]),
                          backend=get_backend(backend or "local"), flavor=flavor, timeout_s=timeout_s,
-                         consent=consent_from(approval, approval_token, ctx))
+                         project=project, consent=consent_from(approval, approval_token, ctx))
     return spend_result(started.spend, run_name=started.eval_id, next_step=started.next_step)
 
 

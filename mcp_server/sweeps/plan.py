@@ -70,6 +70,8 @@ class SweepPlan(BaseModel):
     daily_budget_left_usd: float | None
     within_budget: bool
     notes: list[str]
+    eval_time: dict | None = Field(None, description="The base config's eval.tasks: items and expected seconds of "
+                                                     "each on the runs' machine, against the run timeout.")
     heldout: dict | None = Field(None, description="The held-out sessions every run is scored on: names, model "
                                  "turns, tool-call turns, tools.")
 
@@ -293,6 +295,8 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
     live = [r for r in runs if r.refused is None]
     notes: list[str] = []
     heldout = _heldout(base, notes)
+    eval_time = _eval_time(base, flavor if backend != "local" else "local",
+                           max((r.timeout_s for r in live if r.timeout_s), default=None), heldout, notes)
     canary = _choose_canary(spec, live, configs, notes)
     slots = _slots(spec, backend, notes)
     total_worst = round(sum(r.worst_case_usd for r in live), 4)
@@ -312,8 +316,19 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
         retries=spec.retries, runs=runs, total_runs=len(live), total_worst_case_usd=total_worst,
         total_expected_usd=round(sum(expected_usd), 4) if expected_usd else None, expected_wall_s=wall,
         needs_approval=any(r.needs_approval for r in live), budget_cap_usd=spec.budget_usd,
-        daily_budget_left_usd=daily_left, within_budget=within, notes=notes, heldout=heldout)
+        daily_budget_left_usd=daily_left, within_budget=within, notes=notes, heldout=heldout,
+        eval_time=eval_time)
     return plan, configs, spec
+
+
+def _eval_time(base: TrainConfig, flavor: str | None, timeout_s: int | None, heldout: dict | None,
+               notes: list[str]) -> dict | None:
+    from ..pipeline.preflight import eval_time_check
+
+    checks: list = []
+    found = eval_time_check(base, flavor, timeout_s, heldout, checks)
+    notes.extend(f"{c.detail} — {c.fix}" for c in checks if c.status == "fail")
+    return found
 
 
 def _heldout(base: TrainConfig, notes: list[str]) -> dict | None:

@@ -73,11 +73,12 @@ class ScriptParts:
 
 def render(cfg: TrainConfig, parts: ScriptParts, *, model_path: str | None = None, run_name: str | None = None,
            push: dict | None = None, mounts: dict | None = None, cache_bucket: str | None = None,
-           traces: dict | None = None) -> str:
+           traces: dict | None = None, group: str | None = None) -> str:
     """The script text of one method's ``parts``. ``model_path`` replaces ``model.name`` where it was resolved
     (tiny models); ``push`` ({repo_id, private}) makes the script push checkpoints and the adapter to the Hub;
     ``mounts`` ({model, data, cache}: paths inside an HF job, ``jobs/cache.py``) makes it read the model and data
-    there; ``traces``: where converted agent sessions came from (their Hub commit, file hashes and counts)."""
+    there; ``traces``: where converted agent sessions came from (their Hub commit, file hashes and counts);
+    ``group``: the Trackio group of the run (preflight's smoke logs as ``smoke`` in the run's own project)."""
     run_name = run_name or run_name_for(cfg)
     info = {
         "tunepack_version": __version__,
@@ -94,6 +95,8 @@ def render(cfg: TrainConfig, parts: ScriptParts, *, model_path: str | None = Non
         "traces": traces,
         **parts.info,
     }
+    if group:
+        info["trackio_group"] = group
     if parts.kit:
         info["kit"] = {name: hashlib.sha256(src.encode()).hexdigest() for name, src in parts.kit.items()}
     pinned = [p for p in pins() + extra_dependencies(cfg) if not p.startswith(parts.unpinned)] if parts.unpinned \
