@@ -62,16 +62,6 @@ def test_the_cpu_twin_trains_tracks_registers_and_evaluates(tmp_path):
     assert row["n"] == 3 and row["status"] == {"base": "scored", "adapter": "scored"}
 
 
-def write_results_section(readme: Path, sweep_table: str, eval_table: str, repo_url: str) -> None:
-    """What the agent does last: the tables into the project's README, replacing an earlier section."""
-    text = readme.read_text() if readme.exists() else "# scratch project\n"
-    section = (f"<!-- tunepack:results -->\n## Fine-tuning results\n\n### Sweep\n\n{sweep_table.strip()}\n\n"
-               f"### Evaluation (best adapter vs base)\n\n{eval_table.strip()}\n\nAdapter: {repo_url}\n"
-               "<!-- /tunepack:results -->\n")
-    text = re.sub(r"<!-- tunepack:results -->.*<!-- /tunepack:results -->\n", "", text, flags=re.S)
-    readme.write_text(text.rstrip() + "\n\n" + section)
-
-
 def test_the_contract_in_miniature_through_the_mcp_client(hub, tmp_path):
     hub.state.repos[HUB_REPO] = {"type": "dataset", "private": False, "files": session_files(),
                                  "commits": ["a" * 40]}
@@ -102,6 +92,9 @@ def test_the_contract_in_miniature_through_the_mcp_client(hub, tmp_path):
         out["publish"] = ok(await client.call_tool("registry_publish", {
             "name": best["registry_name"], "version": best["registry_version"], "repo_id": "alice/gemma4-pi-sft"}))
         out["report"] = ok(await client.call_tool("sweep_report", {"sweep_id": out["submitted"]["sweep_id"]}))
+        readme = str(scratch / "README.md")
+        out["readme"] = [ok(await client.call_tool("results_readme", {
+            "sweep_id": out["submitted"]["sweep_id"], "readme_path": readme})) for _ in range(2)]  # again: replaced
         return out
 
     out = session(walk)
@@ -118,6 +111,8 @@ def test_the_contract_in_miniature_through_the_mcp_client(hub, tmp_path):
     assert out["status"]["status"] == "done" and out["status"]["counts"].get("completed") == 2, out["status"]["counts"]
     best = out["selection"]["best"]
     assert best["rank"] == 1 and best["registry_name"] and out["selection"]["recorded"]
+    entry = LocalRegistry().get(best["registry_name"], best["registry_version"])
+    assert entry.job_id and entry.job_id.startswith("local-")  # the sweep run's own job
     assert out["eval_done"]["job"]["stage"] == "COMPLETED"
     (task,) = out["results"]["tasks"]
     assert task["n"] == 3 and task["status"] == {"base": "scored", "adapter": "scored"}
@@ -127,9 +122,19 @@ def test_the_contract_in_miniature_through_the_mcp_client(hub, tmp_path):
     assert {"adapter_model.safetensors", "adapter_config.json", "README.md"} <= set(files)
     assert "Gemma4ForConditionalGeneration" in files["tunepack_manifest.json"].decode()
 
-    readme = scratch / "README.md"
-    write_results_section(readme, out["report"]["markdown"], out["results"]["table"], push["url"])
-    write_results_section(readme, out["report"]["markdown"], out["results"]["table"], push["url"])  # replaces
-    text = readme.read_text()
-    assert text.count("## Fine-tuning results") == 1 and "| humaneval | pass@1 | 3 |" in text
-    assert all(f"| {r} " in text or r in text for r in ("r01", "r02"))
+    first, again = out["readme"]
+    assert not first["replaced"] and again["replaced"] and again["missing"] == []
+    assert again["adapters"] == [f"{best['registry_name']}@v{best['registry_version']}"]
+    text = (scratch / "README.md").read_text()
+    assert text.count("## Fine-tuning results") == 1 and text.count("<!-- tunepack:results -->") == 1
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("| humaneval | pass@1 | 3 |")]
+    (row,) = out["results"]["tasks"]
+    assert f"{row['scores']['adapter']:.3f} [" in line and f"{row['scores']['base']:.3f} [" in line  # score, CI
+    assert all(f"| {r} |" in text for r in ("r01", "r02")) and "Held-out split:" in text
+    (png,) = again["images"]
+    assert Path(png).read_bytes()[:4] == b"\x89PNG" and f"]({Path(png).parent.name}/{Path(png).name})" in text
+    # every run of the job in the sweep's own Trackio project: the smoke (group smoke), the sweep runs, the eval
+    store = TrackioStore()
+    runs = store.runs(project)
+    assert any(r.startswith("smoke-preflight-") for r in runs), runs
+    assert any(r.startswith(best["registry_name"]) and "-v" in r for r in runs), runs  # the eval run

@@ -11,12 +11,13 @@ Usage:
     tunepack viewer rows|search|filter|stats|size|traces DATASET [--source hf]
     tunepack skills list | read | check        tunepack pitfall add SKILL --symptom … --cause … --fix …
     tunepack ledger …   tunepack research …   tunepack sweep …   tunepack harness check | sync
+    tunepack results readme --sweep ID | --adapter NAME@vN [--readme README.md]
     tunepack setup opencode|codex|claude [--project DIR | --user] [--dry-run] [--remove]
     tunepack serve [--http [--custodian]] [--toolsets core,jobs]   tunepack approve [TOKEN | --list]
     tunepack budget show|set PROJECT [USD] [--yes]      tunepack budget set --total USD
     tunepack data inspect PATH | preview CONFIG --row N      tunepack tiny-model --data F -o DIR
 
-The README's "MCP tool → CLI command" table maps every MCP tool to its command here.
+docs/commands.md's "MCP tool → CLI command" table maps every MCP tool to its command here.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ..harness.cli import add_setup_parser as add_setup
     from ..ledger.cli import add_parser as add_ledger
     from ..registry.cli import add_parser as add_export
+    from ..report.cli import add_parser as add_results
     from ..research.cli import add_parser as add_research
     from ..skills.cli import add_parsers as add_skills
     from ..sweeps.cli import add_parser as add_sweep
@@ -83,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline.add_parsers(sub)
     for add in (jobs.add_parser, registry.add_parser, tracking.add_parser, add_eval, add_skills, add_viewer,
                 add_ledger, add_research, add_harness, add_sweep, _add_serve, add_traces, add_export,
-                add_setup):
+                add_setup, add_results):
         add(sub)
     return parser
 

@@ -121,15 +121,17 @@ def ladder_markdown(table: LadderTable, first_manifest: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_section(path: str | Path, markdown: str, title: str = "The post-training ladder") -> Path:
-    """Put the table into a markdown file between the ladder markers (replacing an earlier one; appended at the
-    end otherwise), written atomically."""
+def write_section(path: str | Path, markdown: str, title: str = "The post-training ladder",
+                  markers: tuple[str, str] = (START, END)) -> Path:
+    """Put the table into a markdown file between the ladder markers (or ``markers``: replacing an earlier
+    section; appended at the end otherwise), written atomically."""
+    start, end = markers
     target = Path(path).expanduser()
     if target.suffix.lower() not in (".md", ".markdown"):
         raise InputError(f"{path} is not a markdown file.", "give the README.md (or another .md file) to write into.")
     text = target.read_text(encoding="utf-8") if target.is_file() else ""
-    section = f"{START}\n## {title}\n\n{markdown.rstrip()}\n{END}\n"
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END) + r"\n?", re.S)
+    section = f"{start}\n## {title}\n\n{markdown.rstrip()}\n{end}\n"
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.S)
     text = pattern.sub(lambda _: section, text, count=1) if pattern.search(text) else (
         (text.rstrip() + "\n\n" if text.strip() else "") + section)
     return write_text_atomically(target, text)

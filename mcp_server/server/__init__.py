@@ -14,6 +14,8 @@ Order of work: skills_list/skills_read (how-to) → data_inspect / viewer_traces
 pipeline_preflight (wait for its job) → pipeline_run → jobs_wait → tracking_summary / tracking_plot →
 registry_list → eval_start → jobs_wait → eval_results → registry_publish (with the human's yes).
 Several runs of one config: sweep_plan → sweep_submit (canary first) → sweep_status → sweep_select → sweep_report.
+Scores into a README: results_readme. A request to SFT, sweep, track, evaluate and report is the prompt
+tunepack-contract (prompts/get) and skill tunepack-pipeline, "The whole contract": follow it.
 Every tool returns within 20 s; long work runs as a job you follow with jobs_wait (≤ 50 s per call).
 Paid flavors and publishing need a human yes: elicitation, or a quote with an approval_token to pass back
 after the human agrees. When a step fails for a reason no skill warned about, call skills_add_pitfall.
@@ -30,6 +32,7 @@ def all_tools() -> list:
         ledger_tools,
         pipeline_tools,
         registry_tools,
+        report_tools,
         research_tools,
         skill_tools,
         sweep_tools,
@@ -39,7 +42,7 @@ def all_tools() -> list:
     )
 
     modules = (pipeline_tools, job_tools, tracking_tools, registry_tools, skill_tools, data_tools, viewer_tools,
-               eval_tools, traces_tools, ledger_tools, research_tools, sweep_tools)
+               eval_tools, traces_tools, ledger_tools, research_tools, sweep_tools, report_tools)
     return [tool for module in modules for tool in module.TOOLS]
 
 
@@ -48,9 +51,11 @@ def build_server(toolsets: str | None = "all") -> TunepackServer:
     and the chat commands as prompts."""
     from ..harness.toolsets import parse, tools_of
     from . import prompts
+    from .common import ServerMode
 
     server = TunepackServer("tunepack", instructions=INSTRUCTIONS, version=__version__)
-    keep = tools_of(parse(toolsets))
+    ServerMode.served = parse(toolsets)
+    keep = tools_of(ServerMode.served)
     for tool in all_tools():
         if tool.__name__ in keep:
             server.add_tool(tool)

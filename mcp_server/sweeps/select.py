@@ -138,7 +138,7 @@ def select_sweep(sweep_id: str, metric: str | None = None, direction: str | None
                           within_noise=noise, table=table, next_step=nxt)
     with updating(folder) as st:
         st.selection = {"at": time.time(), "metric": chosen, "best": best.model_dump() if best else None,
-                        "order": order, "recorded": recorded}
+                        "order": order, "recorded": recorded, "within_noise": noise}
     return selection
 
 

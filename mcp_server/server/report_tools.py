@@ -1,0 +1,28 @@
+"""The README's results section as a tool (its CLI twin: ``tunepack results readme``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from ..report import ResultsSection
+from .common import guarded
+
+
+@guarded
+def results_readme(
+        sweep_id: Annotated[str | None, Field(description="A sweep: its table, curves and best adapter.")] = None,
+        adapters: Annotated[list[str] | None, Field(description="NAME@vN to report (default: the sweep's "
+                                                                "best).")] = None,
+        readme_path: Annotated[str, Field(description="The markdown file (default: ./README.md).")] = "README.md",
+        curves: Annotated[bool, Field(description="Also the curves, as PNG files beside it.")] = True
+        ) -> ResultsSection:
+    """Write the results section into a README, in place between tunepack markers (again = replaced): sweep table,
+    each adapter's eval tables vs base (n, 95 % CI), held-out sessions, curves as PNG beside it."""
+    from ..report import write_results
+
+    return write_results(readme_path, sweep_id=sweep_id, adapters=adapters, curves=curves)
+
+
+TOOLS = [results_readme]
