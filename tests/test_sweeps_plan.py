@@ -29,6 +29,9 @@ def test_the_example_plan():
     assert plan.metric == {"name": "eval_loss", "direction": "min", "reduce": "last"}
     assert plan.total_worst_case_usd == 0 and plan.within_budget and plan.expected_wall_s > 0
     assert len({r.config_hash for r in plan.runs}) == 4
+    free = plan_sweep({**__import__("yaml").safe_load((REPO / "examples" / "sweep.yaml").read_text()),
+                       "base": str(REPO / "examples" / "demo.yaml"), "budget_usd": 0})  # free runs only: fits
+    assert free.budget_cap_usd == 0 and free.within_budget and free.total_runs == 4
 
 
 def test_refuses_what_the_ledger_says_not_to_repeat(short_data):
@@ -75,6 +78,7 @@ def test_budget_refusal_before_anything_starts(short_data):
     before = set(list_sweeps())
     plan = plan_sweep(spec)
     assert plan.total_worst_case_usd == pytest.approx(1.2) and not plan.within_budget
+    assert not plan_sweep({**spec, "budget_usd": 0}).within_budget  # 0: free runs only
     with pytest.raises(ApprovalError, match=r"Budget refused: .*over the sweep's budget_usd cap of \$1.00"):
         submit_sweep(spec)
     Budget().set_limit(project, 0.5)  # the human's daily limit binds too

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import settings
 from ..errors import TunepackError
 from ..jobs.markers import emit
 from ..registry import LocalRegistry, read_manifest, render_card
@@ -29,6 +30,7 @@ def finalize(run: RunRecord) -> dict:
     summary = TrackioStore(run.trackio_dir).summary(cfg.tracking.project, run.run_name)
     entry = LocalRegistry().push(
         run.output_dir, run.registry_name, base_model=cfg.model.name, run_name=run.run_name,
+        job_id=settings.job_id(),  # the local job this runs in (a sweep run's too)
         card=lambda version: render_card(manifest, summary, name=run.registry_name, version=version),
     )
     training = manifest["training"]

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from ..skills.loops import LoopGuard
 from . import protocol
 from .prompts import refusal
+from .schemas import compact_input, compact_output
 
 log = logging.getLogger("tunepack.server")
 _JSON_TYPES = {"NoneType": "null", "bool": "boolean", "int": "integer", "float": "number", "str": "string",
@@ -97,7 +98,11 @@ class TunepackServer(MCPServer):
     # The SDK's list handlers ignore the cursor and return everything; an unknown cursor is -32602 by the spec.
     async def _handle_list_tools(self, ctx: Any, params: Any) -> Any:
         protocol.refuse_cursor("tools/list", params)
-        return await super()._handle_list_tools(ctx, params)
+        listed = await super()._handle_list_tools(ctx, params)
+        tools = [tool.model_copy(update={"input_schema": compact_input(tool.input_schema),
+                                         "output_schema": compact_output(tool.output_schema)})
+                 for tool in listed.tools]  # the schemas as the agent's context carries them (schemas.py)
+        return listed.model_copy(update={"tools": tools})
 
     async def _handle_list_prompts(self, ctx: Any, params: Any) -> Any:
         protocol.refuse_cursor("prompts/list", params)

@@ -48,6 +48,7 @@ class ServerMode:
     approves only after ``tunepack approve`` under the custodian account)."""
 
     custodian = False
+    served: tuple[str, ...] = ("core",)  # the toolsets build_server registered
 
 
 _PROCESS = "session-" + secrets.token_hex(8)

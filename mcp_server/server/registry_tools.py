@@ -40,14 +40,27 @@ def registry_push(adapter_dir: Annotated[str, Field(description="Folder with ada
     return push_adapter(adapter_dir, name)
 
 
+class VersionList(BaseModel):
+    result: list[AdapterVersion] = Field(description="The versions, oldest first (the 15 newest).")
+    total: int = Field(description="Versions in the registry (of this line).")
+    next_step: str
+
+
 @guarded
-def registry_list(name: Annotated[str | None, Field(description="Only this adapter line.")] = None
-                  ) -> list[AdapterVersion]:
+def registry_list(name: Annotated[str | None, Field(description="Only this adapter line.")] = None) -> VersionList:
     """Adapter versions in the local registry (the 15 newest; name an adapter line to narrow it)."""
-    versions = LocalRegistry().list(name)
+    registry = LocalRegistry()
+    versions = registry.list(name)
     if name and not versions:
         raise RegistryError(f"The registry has no adapter named '{name}'.", "call registry_list without a name.")
-    return sorted(versions, key=lambda v: v.created_at)[-15:]
+    if not versions:
+        return VersionList(result=[], total=0, next_step=(
+            f"the registry ({registry.root}) is empty: a finished pipeline_run or sweep run registers its adapter; "
+            "start one with pipeline_preflight, then pipeline_run"))
+    shown = sorted(versions, key=lambda v: v.created_at)[-15:]
+    return VersionList(result=shown, total=len(versions), next_step=(
+        f"evaluate one with eval_start(name='{shown[-1].name}', version={shown[-1].version}), "
+        "or publish it with registry_publish"))
 
 
 @guarded

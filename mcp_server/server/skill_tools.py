@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from ..skills import PitfallResult, SkillInfo, add_pitfall, list_skills, read_skill
-from .common import guarded
+from .common import ServerMode, guarded
 
 
 @guarded
@@ -22,7 +22,7 @@ def skills_read(name: Annotated[str, Field(description="Skill name from skills_l
                 offset: Annotated[int, Field(description="Read on from here (a cut page says).", ge=0)] = 0,
                 section: Annotated[str | None, Field(description="Only this heading's part.")] = None) -> str:
     """Read a skill's SKILL.md (or another of its files), a page at a time."""
-    return read_skill(name, file, offset, section)
+    return read_skill(name, file, offset, section, served=ServerMode.served)
 
 
 @guarded

@@ -28,6 +28,7 @@ class SkillInfo(BaseModel):
     description: str
     path: str
     files: list[str]
+    toolsets: list[str] = []  # toolsets beyond core whose tools the skill names (metadata.toolsets)
 
 
 def skills_root() -> Path:
@@ -63,14 +64,35 @@ def list_skills() -> list[SkillInfo]:
             name=meta.get("name", skill.parent.name), version=str(extra.get("version")) if extra.get("version") else None,
             updated=str(extra.get("updated")) if extra.get("updated") else None,
             description=str(meta.get("description", "")), path=str(skill.parent),
-            files=sorted(str(p.relative_to(skill.parent)) for p in skill.parent.rglob("*") if p.is_file())))
+            files=sorted(str(p.relative_to(skill.parent)) for p in skill.parent.rglob("*") if p.is_file()),
+            toolsets=str(extra.get("toolsets") or "").split()))
     return out
 
 
-def read_skill(name: str, file: str | None = None, offset: int = 0, section: str | None = None) -> str:
+def read_skill(name: str, file: str | None = None, offset: int = 0, section: str | None = None,
+               served: tuple[str, ...] | None = None) -> str:
     """A skill's SKILL.md (or one of its files), at most MAX_READ characters from ``offset`` (cut at a line end);
     a page that does not reach the end says the offset to read on from. ``section``: only the part under the
-    heading that contains those words (the headings are listed when none does)."""
+    heading that contains those words (the headings are listed when none does). ``served``: the toolsets of the
+    server reading it; the first page then says which toolsets the skill's tools need that it does not serve."""
+    page = _page(name, file, offset, section)
+    return (_missing_toolsets(name, served) + page) if served is not None and offset == 0 else page
+
+
+def _missing_toolsets(name: str, served: tuple[str, ...]) -> str:
+    meta, _ = _frontmatter((skill_dir(name) / "SKILL.md").read_text(encoding="utf-8"))
+    wanted = str((meta.get("metadata") or {}).get("toolsets") or "").split()
+    missing = [t for t in wanted if t not in served]
+    if not missing:
+        return ""
+    extra = ",".join(missing)
+    return (f"[This skill also names tools of the toolset(s) {', '.join(missing)}, which this server does not serve "
+            f"(it serves {', '.join(served)}). Each step with such a tool gives its `tunepack` CLI line; for the "
+            f"tools themselves, restart the server with `tunepack serve --toolsets {','.join(served)},{extra}` "
+            f"(or TUNEPACK_TOOLSETS={','.join(served)},{extra}).]\n\n")
+
+
+def _page(name: str, file: str | None, offset: int, section: str | None) -> str:
     folder = skill_dir(name)
     target = (folder / (file or "SKILL.md")).resolve()
     if folder.resolve() not in target.parents or not target.is_file():

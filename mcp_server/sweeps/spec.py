@@ -101,7 +101,8 @@ class SweepSpec(_Strict):
     runs: list[dict[str, Any]] = Field(default_factory=list, description="Explicit runs: dotted key -> value each.")
     max_concurrent: int = Field(5, ge=1, le=32, description="Most runs at once.")
     metric: MetricSpec = Field(default_factory=MetricSpec)
-    budget_usd: float | None = Field(None, gt=0, description="Worst-case cost cap of the whole sweep (USD).")
+    budget_usd: float | None = Field(None, ge=0, description="Worst-case cost cap of the whole sweep (USD); 0 = "
+                                     "free runs only (local); omit for no cap beyond the daily budget.")
     backend: Literal["local", "hf"] | None = Field(None, description="Default: the base config's job.backend.")
     flavor: str | None = Field(None, description="Hardware flavor (hf); default: the base config's job.flavor.")
     timeout_s: int | None = Field(None, ge=60, description="Per run; default: the base config's job.timeout_s, "
