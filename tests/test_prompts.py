@@ -26,7 +26,7 @@ def test_prompts_are_listed_and_rendered(mode):
     text = contract.messages[0].content.text
     assert text.startswith("SFT the model Qwen/Qwen3-0.6B on the dataset alice/agent-traces, sweep on several jobs, "
                            "track every run, push every adapter,\nevaluate, and add the scores to the README.")
-    assert "`tunepack-experiments`" in text and "$1" not in text
+    assert "`tunepack-sweeps`" in text and "results_readme" in text and "$1" not in text
     body = train.messages[0].content.text
     assert body.startswith("Fine-tune with tunepack: tiny:qwen3 on examples/data") and "`tunepack-pipeline`" in body
     # the OpenCode / Claude Code command files carry the same text, with $ARGUMENTS left for the harness

@@ -1,4 +1,4 @@
-"""The README's "MCP tool → CLI twin" table is the contract between the two faces: it names every MCP tool
+"""The "MCP tool → CLI twin" table (docs/commands.md, linked from the README) is the contract between the two faces: it names every MCP tool
 once, and every command in it parses with the real ``tunepack`` parser (so a renamed flag or sub-command
 fails here, not in a user's shell)."""
 
@@ -13,7 +13,7 @@ from support.common import REPO
 from mcp_server.cli import build_parser
 from mcp_server.server import all_tools
 
-README = (REPO / "README.md").read_text()
+README = (REPO / "docs" / "commands.md").read_text()  # the table moved from the README into docs/
 
 
 def _table() -> list[tuple[list[str], str]]:

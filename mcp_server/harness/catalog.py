@@ -221,20 +221,20 @@ two lines: the best result with its evidence, and what was not done.""",
         body=f"""SFT the model $1 on the dataset $2, sweep on several jobs, track every run, push every adapter,
 evaluate, and add the scores to the README. Full request: $ARGUMENTS
 
-Read the skills `tunepack-pipeline`, `tunepack-sft`, `tunepack-hf-jobs`, `tunepack-trackio`,
-`tunepack-evaluation` and `tunepack-experiments` first. {_SKILLS}
+Read the skill `tunepack-pipeline` ("The whole contract") first, then `tunepack-sft`, `tunepack-sweeps` and
+`tunepack-evaluation`. {_SKILLS}
 
-1. Orient: data_inspect (or viewer_traces for a Hub dataset), write a baseline config,
-   pipeline_validate, pipeline_preflight and wait for its job. Nothing is spent before this passes.
-2. Sweep: open a ledger project for this model + dataset; record the baseline and at most two new
-   experiments at a time, each changing one variable (ledger_propose). Run each on its own job
-   (pipeline_run; paid flavors and publishing need my yes), one worker per experiment, every run
-   tracked in Trackio. Record each outcome with ledger_record; stop when plateau.should_stop.
-3. Push every adapter: registry_list shows each version; registry_publish (private unless I say
-   otherwise) after I approve.
-4. Evaluate the best adapters against the base (eval_start → jobs_wait → eval_results).
-5. Add the scores to README.md: a results table (run, change, metric of base and base + adapter,
-   job id, registry version, Hub repo) from ledger_report and eval_results. Report what you did
+1. Orient: data_inspect on the data (a folder of agent sessions is read as the rows it becomes), or
+   viewer_traces for a Hub dataset; write the config (data.eval_fraction or data.eval_sessions holds
+   sessions out for next action) and a sweep spec; pipeline_validate, then pipeline_preflight and
+   jobs_wait on its job. Read its held-out sessions and each eval task's expected time. Nothing is spent
+   before it passes.
+2. Sweep: sweep_plan (show me the table: runs, time, worst-case cost), sweep_submit (paid flavors need my
+   yes), sweep_status until done. Every run logs to the config's Trackio project and registers its adapter.
+3. Pick: sweep_select; when it says within_noise, say so rather than naming a winner.
+4. Evaluate the best adapter against the base (eval_start → jobs_wait → eval_results).
+5. results_readme with the sweep id writes the scores into README.md (again = replaced).
+6. Publish with registry_publish (private unless I say otherwise) after I approve. Report what you did
    not do.""",
     ),
     Command(
