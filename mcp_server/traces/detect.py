@@ -2,16 +2,8 @@
 
 A folder is searched recursively. An OpenCode file store (a folder with ``message/`` next to
 ``session/`` or ``part/``) is one source; an SQLite file with ``message`` and ``part`` tables is an
-OpenCode database; every other ``.jsonl`` / ``.json`` file is one source, recognised by its first lines:
-
-- Pi: a ``session`` header line;
-- Factory Droid: a ``session_start`` line;
-- Codex: ``{timestamp, type, payload}`` lines (``session_meta``, ``response_item``, …);
-- Claude Code: ``user``/``assistant`` lines with ``uuid``/``sessionId``, or its bookkeeping lines;
-- Hermes Agent: a ``session_meta`` message line (gateway transcript), or a session object with ``messages`` and
-  Hermes' keys (``source`` + ``started_at`` in an export, ``session_id`` + ``session_start``/``platform`` in a log);
-- OpenCode export: ``{info, messages: [{info, parts}]}``;
-- OpenAI chat / ShareGPT: rows holding ``messages``, ``conversations`` or ``traj``.
+OpenCode database; every other ``.jsonl`` / ``.json`` file is one source, recognised by its first lines
+(``mcp_server/sniff.py`` lists what marks each harness's sessions and chat rows).
 
 With an explicit format every source found is read with that format.
 """
