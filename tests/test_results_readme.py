@@ -110,3 +110,19 @@ def test_an_eval_that_cannot_fit_its_timeout_or_reach_mbpp_is_refused_before_a_j
         start_eval(name, ev=EvalSection(tasks=["mbpp"], limit=2, allow_contaminated=True))
     assert str(tmp_path / "data" / "mbpp.jsonl") in caught.value.fix and "eval.mbpp_source" in caught.value.fix
     assert get_backend("local").list() == before  # nothing was started
+
+
+def test_eval_results_next_step_says_when_the_adapter_does_not_beat_the_base():
+    from mcp_server.server.eval_tools import _next_step
+
+    def task(name, base, adapter, floor=None):
+        return {"task": name, "metric": "tool_name" if name == "next-action" else "pass@1", "scores": {
+            "base": base, "adapter": adapter}, "status": {}, **({"baseline": {"metrics": {
+                "tool_name": {"score": floor}}}} if floor is not None else {})}
+
+    tie = _next_step({"tasks": [task("next-action", 0.0, 0.0, floor=0.188)]})
+    assert tie.startswith("the adapter does not beat the base (next-action tool_name 0.000 vs 0.000, not above "
+                          "always calling one tool (0.188))") and "do not publish" in tie
+    mixed = _next_step({"tasks": [task("next-action", 0.1, 0.4, floor=0.2), task("humaneval", 0.3, 0.2)]})
+    assert "beats the base on next-action tool_name 0.400 vs 0.100 but not on humaneval pass@1 0.200 vs 0.300" in mixed
+    assert _next_step({"tasks": [task("humaneval", 0.1, 0.3)]}).startswith("report the table")

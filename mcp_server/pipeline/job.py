@@ -90,7 +90,7 @@ def evaluate_after_training(run: RunRecord, registered: dict) -> dict:
         entry = LocalRegistry().get(registered["registry_name"], registered["registry_version"])
         eval_dir = Path(run.output_dir).parent / "eval"
         eval_job.prepare(entry, cfg.eval, eval_dir, tracking={"project": cfg.tracking.project,
-                                                              "run": f"{run.run_name}-eval"})
+                                                              "run": f"{run.run_name}-eval", "group": "eval"})
         return eval_job.evaluate(eval_dir)
     except TunepackError as exc:
         print(f"[tunepack] evaluation failed: {exc}", flush=True)

@@ -60,7 +60,7 @@ def smoke_config(cfg: TrainConfig) -> TrainConfig:
                                       "allow_truncation": True})
     training = cfg.training.model_copy(update={
         "max_steps": SMOKE_STEPS, "logging_steps": 1, "eval_steps": None, "save_steps": None,
-        "max_length": min(cfg.training.max_length, 512), "gradient_checkpointing": False, **own["training"]})
+        "gradient_checkpointing": False, **own["training"]})  # max_length as configured: the turns it keeps
     grpo_section = own["grpo"]
     return cfg.model_copy(update={
         "model": cfg.model.model_copy(update={"name": f"tiny:{smoke_family(cfg)}", "revision": None, "adapter": None}),

@@ -25,6 +25,8 @@ class MetricReport(BaseModel):
     best_step: int = Field(description="step of the minimum (loss-like) or maximum (other metrics)")
     trend: str = Field(description="falling | rising | flat over the recent window")
     change_pct: float = Field(description="relative change over the recent window, in percent")
+    window: str = Field("", description="the recent window trend and change_pct read: its logs and steps "
+                                        "(first → last is the whole run)")
 
 
 class RunReport(BaseModel):
@@ -70,7 +72,9 @@ def analyse_series(name: str, series: list[tuple[int, float]],
         flags.append(f"{name} changed less than {PLATEAU_REL:.0%} over the last {len(recent)} logs: a plateau; "
                      "more steps are unlikely to help at this learning rate")
     report = MetricReport(name=name, points=len(values), first=values[0], last=values[-1], min=min(values),
-                          max=max(values), best_step=best[0], trend=trend, change_pct=round(100 * change, 2))
+                          max=max(values), best_step=best[0], trend=trend, change_pct=round(100 * change, 2),
+                          window=f"last {len(recent)} of {len(values)} logs (steps {finite[-len(recent)][0]}-"
+                                 f"{finite[-1][0]})")
     return report, flags
 
 
