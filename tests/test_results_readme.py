@@ -126,3 +126,34 @@ def test_eval_results_next_step_says_when_the_adapter_does_not_beat_the_base():
     mixed = _next_step({"tasks": [task("next-action", 0.1, 0.4, floor=0.2), task("humaneval", 0.3, 0.2)]})
     assert "beats the base on next-action tool_name 0.400 vs 0.100 but not on humaneval pass@1 0.200 vs 0.300" in mixed
     assert _next_step({"tasks": [task("humaneval", 0.1, 0.3)]}).startswith("report the table")
+
+
+def test_register_when_beats_base_withdraws_a_version_that_does_not_beat_the_base(tmp_path):
+    """output.register_when beats_base: the gate the pipeline job runs after its eval keeps a version that beats the base
+    on every task and withdraws one that does not (kept as evidence, skipped as the newest, said in the README)."""
+    from types import SimpleNamespace
+
+    from mcp_server.config import parse_config
+    from mcp_server.errors import ConfigError
+    from mcp_server.pipeline.job import gate
+
+    with pytest.raises(ConfigError, match="output.register_when beats_base .* eval.tasks is empty"):
+        parse_config({"model": {"name": "tiny:qwen3"}, "data": {"path": "rows.jsonl"},
+                      "output": {"register_when": "beats_base"}, "eval": {"tasks": []}})
+    run = SimpleNamespace(config=SimpleNamespace(output=SimpleNamespace(register_when="beats_base")))
+    first = _adapter(tmp_path, name := unique("gate"))
+    second = _adapter(tmp_path / "again", name) if (tmp_path / "again").mkdir() is None else None
+    registry = LocalRegistry()
+    won = {"tasks": [{"task": "humaneval", "metric": "pass@1", "scores": {"base": 0.1, "adapter": 0.3}}]}
+    lost = {"tasks": [{"task": "next-action", "metric": "tool_name", "scores": {"base": 0.0, "adapter": 0.0},
+                       "baseline": {"metrics": {"tool_name": {"score": 0.19}}}}]}
+    assert "withdrawn" not in gate(run, {"registry_name": name, "registry_version": 1}, won)
+    out = gate(run, {"registry_name": name, "registry_version": 2}, lost)
+    assert out["withdrawn"] == ("does not beat the base: next-action tool_name 0.000 vs 0.000, not above always "
+                                "calling one tool (0.190)")
+    assert registry.get(name).version == 1 and registry.get(name, 2).withdrawn == out["withdrawn"]
+    assert [v.withdrawn is None for v in registry.list(name)] == [True, False]
+    section = write_results(tmp_path / "README.md", adapters=[second], curves=False)
+    assert "**Withdrawn**: it does not beat the base" in section.markdown and first != second
+    always = SimpleNamespace(config=SimpleNamespace(output=SimpleNamespace(register_when="always")))
+    assert "withdrawn" not in gate(always, {"registry_name": name, "registry_version": 1}, lost)

@@ -278,6 +278,9 @@ class OutputSection(Section):
     )
     hub_repo_id: str | None = Field(None, description="Hub model repo to push the adapter to (later: push).")
     private: bool = Field(True, description="Create the Hub repo private.")
+    register_when: Literal["always", "beats_base"] = Field(
+        "always", description="beats_base: after the config's eval, a version whose adapter does not beat the base "
+        "on every scored task is withdrawn (kept as evidence, skipped as the newest). Needs eval.tasks.")
 
     @field_validator("hub_repo_id")
     @classmethod
@@ -397,6 +400,10 @@ class TrainConfig(Section):
             raise ValueError("data.eval_sessions names agent sessions to hold out, and "
                              f"training.method {self.training.method} holds out prompts: use data.eval_fraction or "
                              "grpo.heldout_path")
+        if self.output.register_when == "beats_base" and not self.eval.tasks:
+            raise ValueError("output.register_when beats_base keeps the adapter only when the config's eval shows it beats "
+                             "the base, and eval.tasks is empty: name the tasks (e.g. [next-action] with "
+                             "data.eval_fraction, or [humaneval])")
         if self.training.eval_steps and not (self.data.eval_split or self.data.held_out):
             raise ValueError(
                 "training.eval_steps is set but there is no eval data: "

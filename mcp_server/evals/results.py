@@ -186,3 +186,20 @@ def apply_to_card(card_text: str, results: dict, *, name: str) -> str:
     else:
         data.eval_results = None
     return str(card)
+
+
+def compare_to_base(summary: dict) -> tuple[list[str], list[str]]:
+    """(tasks the adapter beats the base on, tasks it does not) from an eval summary: each scored task's headline,
+    adapter vs base, and vs the most-frequent-tool baseline where there is one."""
+    better: list[str] = []
+    not_better: list[str] = []
+    for task in summary.get("tasks") or []:
+        base, adapter = (task.get("scores") or {}).get("base"), (task.get("scores") or {}).get("adapter")
+        if base is None or adapter is None:
+            continue
+        line = f"{task['task']} {task['metric']} {adapter:.3f} vs {base:.3f}"
+        floor = (((task.get("baseline") or {}).get("metrics") or {}).get(task["metric"]) or {}).get("score")
+        if floor is not None and adapter <= floor:
+            line += f", not above always calling one tool ({floor:.3f})"
+        (better if adapter > base and (floor is None or adapter > floor) else not_better).append(line)
+    return better, not_better

@@ -75,8 +75,28 @@ def main(run_dir: str) -> int:
         print("[tunepack] next-action is off: this run held out no sessions to score it on (set data.eval_fraction, "
               "e.g. 0.1, to score the adapter's tool calls on held-out sessions)", flush=True)
     if run.config.eval.tasks:
-        emit("EVALUATED", evaluate_after_training(run, payload))
+        emit("EVALUATED", gate(run, payload, evaluate_after_training(run, payload)))
     return 0
+
+
+def gate(run: RunRecord, registered: dict, evaluated: dict) -> dict:
+    """output.register_when beats_base: withdraw the version unless its eval shows the adapter beats the base on every
+    scored task (an eval that failed shows nothing). The summary says so under ``withdrawn``."""
+    from ..evals.results import compare_to_base
+
+    if run.config.output.register_when != "beats_base":
+        return evaluated
+    better, not_better = compare_to_base(evaluated) if not evaluated.get("error") else ([], ["the eval failed"])
+    if better and not not_better:
+        print(f"[tunepack] kept {registered['registry_name']} v{registered['registry_version']}: it beats the base "
+              f"({'; '.join(better)})", flush=True)
+        return evaluated
+    reason = "does not beat the base: " + ("; ".join(not_better) or "no task was scored")
+    registry = LocalRegistry()
+    registry.withdraw(registry.get(registered["registry_name"], registered["registry_version"]), reason)
+    print(f"[tunepack] withdrew {registered['registry_name']} v{registered['registry_version']} "
+          f"(output.register_when: beats_base): the adapter {reason}", flush=True)
+    return {**evaluated, "withdrawn": reason}
 
 
 def evaluate_after_training(run: RunRecord, registered: dict) -> dict:

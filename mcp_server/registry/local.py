@@ -41,6 +41,7 @@ class AdapterVersion(BaseModel):
     files: list[str] = []
     hub_repo: str | None = None
     hub_commit: str | None = None
+    withdrawn: str | None = None  # why this version is out of use (output.register_when: beats_base, it lost to the base)
 
     @property
     def card_path(self) -> str:
@@ -136,12 +137,27 @@ class LocalRegistry:
             raise RegistryError(f"The registry has no adapter named '{name}' (names: {known}).",
                                 "use `tunepack registry list` to see what is there.")
         if version is None:
-            return versions[-1]
+            kept = [v for v in versions if not v.withdrawn]
+            if not kept:
+                raise RegistryError(f"Every version of '{name}' is withdrawn ({versions[-1].withdrawn}).",
+                                    f"train a better one, or name a version explicitly (versions: "
+                                    f"{', '.join(str(v.version) for v in versions)}).")
+            return kept[-1]
         for v in versions:
             if v.version == version:
                 return v
         raise RegistryError(f"'{name}' has no version {version} (versions: {', '.join(str(v.version) for v in versions)}).",
                             "pick one of the listed versions.")
+
+    def withdraw(self, entry: AdapterVersion, reason: str) -> AdapterVersion:
+        """Mark a version out of use (its files, card and eval stay as evidence; its number is never reused):
+        ``get`` without a version skips it, ``list`` shows it with the reason."""
+        done = entry.model_copy(update={"withdrawn": reason})
+        meta = Path(entry.path) / "registry.json"
+        tmp = meta.with_suffix(".json.tmp")
+        tmp.write_text(done.model_dump_json(indent=2), encoding="utf-8")
+        os.replace(tmp, meta)
+        return done
 
     def update_card(self, entry: AdapterVersion, card: str) -> None:
         """Rewrite a version's model card (evaluation results fill it later); nothing else changes."""

@@ -130,7 +130,8 @@ def _adapter_part(ref: str, folder: Path, images: list[str], missing: list[str],
     manifest = read_manifest(entry.path)
     base = ((manifest.get("config") or {}).get("model") or {}).get("name") or entry.base_model or "the base model"
     where = f"[{entry.hub_repo}](https://huggingface.co/{entry.hub_repo})" if entry.hub_repo else f"`{entry.path}`"
-    lines = [f"### `{entry.name}` v{entry.version} against `{base}`", "", f"Adapter: {where}.", ""]
+    lines = [f"### `{entry.name}` v{entry.version} against `{base}`", "", f"Adapter: {where}."
+             + (f" **Withdrawn**: it {entry.withdrawn}." if entry.withdrawn else ""), ""]
     results = LocalRegistry().eval_results(entry)
     if results is None:
         lines += ["Not evaluated yet.", ""]

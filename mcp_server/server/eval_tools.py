@@ -63,7 +63,9 @@ def _next_step(summary: dict) -> str:
     if "withheld" in statuses:
         return ("the adapter's training data overlaps the eval problems: drop those rows and retrain, or call "
                 "eval_start again with allow_contaminated=true to see a labelled score")
-    better, not_better = _compare(summary)
+    from ..evals.results import compare_to_base
+
+    better, not_better = compare_to_base(summary)
     if not_better and not better:
         return (f"the adapter does not beat the base ({'; '.join(not_better)}): tell the user so, and do not "
                 "publish it as an improvement")
@@ -73,20 +75,6 @@ def _next_step(summary: dict) -> str:
     return "report the table to the user; publish with registry_publish when they agree"
 
 
-def _compare(summary: dict) -> tuple[list[str], list[str]]:
-    """Each scored task's headline: adapter vs base (and vs the most-frequent-tool baseline where there is one)."""
-    better: list[str] = []
-    not_better: list[str] = []
-    for task in summary["tasks"]:
-        base, adapter = (task.get("scores") or {}).get("base"), (task.get("scores") or {}).get("adapter")
-        if base is None or adapter is None:
-            continue
-        line = f"{task['task']} {task['metric']} {adapter:.3f} vs {base:.3f}"
-        floor = (((task.get("baseline") or {}).get("metrics") or {}).get(task["metric"]) or {}).get("score")
-        if floor is not None and adapter <= floor:
-            line += f", not above always calling one tool ({floor:.3f})"
-        (better if adapter > base and (floor is None or adapter > floor) else not_better).append(line)
-    return better, not_better
 
 
 @guarded
