@@ -31,12 +31,14 @@ def staging_folder(parent: Path, prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-", dir=parent))
 
 
-def write_text_atomically(path: Path, text: str) -> Path:
+def write_text_atomically(path: Path, text: str, mode: int | None = None) -> Path:
     """``text`` into ``path`` through a temporary file beside it and one rename: a reader (or a crash) never sees
-    half of it."""
+    half of it. The file is private (0600) unless ``mode`` says otherwise."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
+    if mode is not None:
+        os.chmod(tmp, mode)
     os.replace(tmp, path)
     return path

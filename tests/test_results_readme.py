@@ -63,6 +63,7 @@ def test_the_cli_writes_the_section_in_place_and_again_replaces_it(tmp_path):
     (png,) = section["images"]
     assert Path(png).read_bytes()[:4] == b"\x89PNG" and Path(png).parent == tmp_path / "tunepack-results"
     assert f"(tunepack-results/{Path(png).name})" in text
+    assert readme.stat().st_mode & 0o777 == 0o644  # the README keeps its mode (not a private temp file's 0600)
 
 
 def test_an_unevaluated_adapter_is_named_with_the_call_that_fills_it(tmp_path):
@@ -157,3 +158,29 @@ def test_register_when_beats_base_withdraws_a_version_that_does_not_beat_the_bas
     assert "**Withdrawn**: it does not beat the base" in section.markdown and first != second
     always = SimpleNamespace(config=SimpleNamespace(output=SimpleNamespace(register_when="always")))
     assert "withdrawn" not in gate(always, {"registry_name": name, "registry_version": 1}, lost)
+
+
+def test_grpo_prompts_through_mcp_writes_the_split_and_runs_no_code(tmp_path):
+    """The grpo_prompts tool: MBPP's train split as prompt rows (one visible test, the rest scored), the test split
+    refused, nothing executed (a reference solution that would write a file leaves none)."""
+    from test_server import session
+
+    marker = tmp_path / "ran"
+    rows = [{"task_id": 601 + i, "text": f"Write f{i}.", "code": f"def f{i}(x):\n    open({str(marker)!r}, 'w')\n"
+             f"    return x + {i}", "test_list": [f"assert f{i}(1) == {1 + i}", f"assert f{i}(2) == {2 + i}"],
+             "test_setup_code": ""} for i in range(3)] + [{"task_id": 11, "text": "t", "code": "def g(): pass",
+                                                          "test_list": ["assert g() is None"], "test_setup_code": ""}]
+    mbpp = tmp_path / "mbpp.jsonl"
+    mbpp.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    async def flow(client):
+        answer = await client.call_tool("grpo_prompts", {"mbpp_path": str(mbpp), "split": "train",
+                                                         "output": str(tmp_path / "train.jsonl")})
+        assert not answer.is_error, answer.content
+        return json.loads(answer.content[0].text)
+
+    done = session(flow)
+    written = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    assert done["written"] == 3 and done["ceiling"] is None and [r["id"] for r in written] == [
+        "mbpp/601", "mbpp/602", "mbpp/603"]
+    assert all(len(r["tests"]) == 1 and r["tests"][0] not in r["prompt"] for r in written) and not marker.exists()

@@ -30,3 +30,14 @@ def test_plateau():
 def test_accuracy_best_is_the_maximum():
     report, flags = analyse_series("mean_token_accuracy", series([0.1, 0.3, 0.5, 0.45]))
     assert report.best_step == 2 and report.max == 0.5 and flags == []
+
+
+def test_a_flat_tail_at_the_end_of_the_schedule_is_not_called_a_plateau():
+    """The last logs of a cosine schedule move little because the learning rate is near 0: the flag says so and
+    points at first → last, instead of 'more steps are unlikely to help at this learning rate'."""
+    losses = [7.9, 7.7, 7.6, 7.5, 7.45, 7.41, 7.40, 7.39, 7.385, 7.383]
+    rates = {i: 0.01 * 0.5 * (1 + math.cos(math.pi * i / 10)) for i in range(10)}
+    _, flags = analyse_series("loss", series(losses), rates)
+    assert len(flags) == 1 and "the schedule's end, not a plateau" in flags[0] and "7.9 → 7.383" in flags[0]
+    _, flat = analyse_series("loss", series(losses), {i: 0.01 for i in range(10)})  # constant rate: a plateau
+    assert "more steps are unlikely to help" in flat[0]

@@ -285,19 +285,13 @@ def cmd_env_trajectories(args) -> None:
 
 
 def cmd_grpo_prompts(args) -> None:
-    from ..methods.grpo.prompts import ceiling, leaks, mbpp_rows
+    from ..methods.grpo.prompts import write_mbpp_prompts
 
     if args.rows:
         _tool_prompts(args)
         return
-    rows = mbpp_rows(args.mbpp, args.split)[:args.limit]
-    report = ceiling(rows, mode=args.sandbox)
-    leaked = leaks(rows)
-    kept = rows if args.keep_impossible else [r for r in rows if str(r["id"]) not in set(report["impossible"])]
-    out = _write_rows(args.output, kept)
-    print(json.dumps({"split": args.split, "rows": len(rows), "written": len(kept), "output": str(out),
-                      "ceiling": report, "leaked_tests": leaked,
-                      "dropped": [] if args.keep_impossible else report["impossible"]}, indent=2))
+    print(json.dumps(write_mbpp_prompts(args.mbpp, args.split, args.output, limit=args.limit, check=True,
+                                        sandbox=args.sandbox, keep_impossible=args.keep_impossible), indent=2))
 
 
 def _tool_prompts(args) -> None:

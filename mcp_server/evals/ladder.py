@@ -134,4 +134,5 @@ def write_section(path: str | Path, markdown: str, title: str = "The post-traini
     pattern = re.compile(re.escape(start) + r".*?" + re.escape(end) + r"\n?", re.S)
     text = pattern.sub(lambda _: section, text, count=1) if pattern.search(text) else (
         (text.rstrip() + "\n\n" if text.strip() else "") + section)
-    return write_text_atomically(target, text)
+    mode = target.stat().st_mode & 0o777 if target.is_file() else 0o644  # a README is shared: keep or 0644
+    return write_text_atomically(target, text, mode=mode)

@@ -80,7 +80,7 @@ def start_eval(name: str, version: int | None = None, *, ev: EvalSection, backen
                        expected_s=expected, **(prepared[0] if prepared else {}))
 
 
-def _heldout_turns(manifest: dict) -> tuple[int | None, int | None]:
+def heldout_turns(manifest: dict) -> tuple[int | None, int | None]:
     """(model turns, sessions) of the held-out split next-action scores, read from the run's rows when they are
     local JSON Lines; (None, None) when they cannot be read here."""
     from .kit.nextaction import heldout_summary
@@ -105,7 +105,7 @@ def expected_time(entry, ev: EvalSection, backend: str, flavor: str | None,
     manifest = read_manifest(entry.path)
     base = ((manifest.get("config") or {}).get("model") or {}).get("name") or entry.base_model or ""
     tiny = base.startswith("tiny:")
-    turns, sessions = _heldout_turns(manifest) if "next-action" in ev.tasks else (None, None)
+    turns, sessions = heldout_turns(manifest) if "next-action" in ev.tasks else (None, None)
     models = len(eval_job.models_for(entry, remote=backend != "local", references=ev.references))
     where = flavor if backend != "local" else "local"
     times = eval_times(ev, flavor=where, tiny=tiny, nextaction_turns=turns, heldout_sessions=sessions, models=models)

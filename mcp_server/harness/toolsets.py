@@ -13,7 +13,7 @@ TOOLSETS: dict[str, tuple[str, ...]] = {
              "pipeline_validate", "pipeline_preflight", "pipeline_run", "jobs_wait", "jobs_status", "jobs_logs",
              "jobs_cancel", "jobs_list", "budget_status", "tracking_summary", "tracking_plot", "registry_list", "registry_publish",
              "eval_start", "eval_results", "viewer_traces", "sweep_plan", "sweep_submit", "sweep_status",
-             "sweep_select", "sweep_report", "results_readme"),
+             "sweep_select", "sweep_report", "results_readme", "grpo_prompts"),
     "jobs": ("jobs_submit", "jobs_hardware", "jobs_cost", "pipeline_render", "sweep_cancel"),
     "tracking": ("tracking_start", "tracking_log", "tracking_finish", "tracking_projects", "tracking_runs",
                  "tracking_compare"),

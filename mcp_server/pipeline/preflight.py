@@ -181,11 +181,14 @@ def eval_time_check(cfg: TrainConfig, flavor: str | None, timeout_s: int | None,
     that alone passes the job's timeout (the eval runs in the training job, after training)."""
     from ..evals.estimate import against_timeout, eval_times, times_line
 
-    if not cfg.eval.tasks or method_of(cfg).rl:
+    if not cfg.eval.tasks:
         return None
     tiny = cfg.model.is_tiny
-    times = eval_times(cfg.eval, flavor=flavor, tiny=tiny, nextaction_turns=(heldout or {}).get("turns"),
-                       heldout_sessions=(heldout or {}).get("sessions"))
+    turns, sessions = (heldout or {}).get("turns"), (heldout or {}).get("sessions")
+    if turns is None and cfg.model.adapter and "next-action" in cfg.eval.tasks:
+        turns, sessions = _start_heldout(cfg.model.adapter)  # a run from an adapter: its lineage's held-out turns
+    times = eval_times(cfg.eval, flavor=flavor, tiny=tiny, nextaction_turns=turns, heldout_sessions=sessions,
+                       models=3 if cfg.model.adapter else 2)
     timeout = timeout_s or cfg.job.timeout_s
     total, warning = against_timeout(times, timeout, flavor, tiny)
     line = times_line(times, total)
@@ -193,6 +196,18 @@ def eval_time_check(cfg: TrainConfig, flavor: str | None, timeout_s: int | None,
                         detail=line + (f"; {warning[0]}" if warning else ""), fix=warning[1] if warning else None))
     return {"tasks": [t.model_dump() for t in times], "expected_s": round(total, 1), "timeout_s": timeout,
             "warning": f"{warning[0]}: {warning[1]}" if warning else None}
+
+
+def _start_heldout(ref: str) -> tuple[int | None, int | None]:
+    from ..evals.service import heldout_turns
+    from ..registry import LocalRegistry, read_manifest
+    from ..train.start import parse_ref
+
+    try:
+        name, version = parse_ref(ref)
+        return heldout_turns(read_manifest(LocalRegistry().get(name, version).path))
+    except TunepackError:
+        return None, None
 
 
 def _quote(backend: str, flavor: str | None, timeout_s: int | None, checks: list[Check]) -> CostEstimate | None:
@@ -345,7 +360,9 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     if backend == "hf" and remote is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     job = _start_smoke(cfg, checks)
-    wait = f"wait for job {job.id} (jobs_wait); its TUNEPACK_PREFLIGHT result says pass or fail"
+    wait = (f"the checks here passed; job {job.id} decides the rest ({method.check_label}, then smoke steps): "
+            f"jobs_wait('{job.id}') until it ends; spend nothing before it COMPLETED (its TUNEPACK_PREFLIGHT line "
+            "says pass or fail)")
     if remote is not None:
         wait += f"; and for HF job {remote.id} (jobs_wait backend hf): COMPLETED with a TUNEPACK_MASK line is a pass"
     if method.rl and backend == "hf":

@@ -25,13 +25,13 @@ IMAGES = "tunepack-results"  # the folder beside the README that holds the curve
 
 
 class ResultsSection(BaseModel):
-    readme_path: str = Field(description="The file written (created when it did not exist).")
-    replaced: bool = Field(description="An earlier results section was replaced (else the section was appended).")
-    adapters: list[str] = Field(description="The adapters reported, NAME@vN.")
-    images: list[str] = Field(default_factory=list, description="PNG files written beside the README.")
-    missing: list[str] = Field(default_factory=list, description="What the section could not report, and the call "
-                                                                  "that fills it.")
-    markdown: str = Field(description="The section as written.")
+    readme_path: str
+    replaced: bool = Field(description="An earlier section was replaced (else appended).")
+    adapters: list[str] = Field(description="NAME@vN reported.")
+    images: list[str] = Field(default_factory=list, description="PNG files written.")
+    missing: list[str] = Field(default_factory=list, description="What it could not report, and the call that "
+                                                                  "fills it.")
+    markdown: str
     next_step: str = ""
 
 

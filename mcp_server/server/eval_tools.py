@@ -82,12 +82,11 @@ def eval_start(ctx: Context, name: Name, approval: EvalApproval, version: Versio
                eval: Annotated[EvalSection | None, Field(description="What to evaluate and how: the config's eval "
                                                                     "section (default: tasks [humaneval]).")] = None,
                backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None,
-               project: Annotated[str | None, Field(description="Trackio project (group eval) and budget; default: "
-                                                                "the adapter's training project.")] = None,
+               project: Annotated[str | None, Field(description="Trackio project and budget (default: "
+                                                                "the adapter's).")] = None,
                approval_token: ApprovalToken = None) -> SpendResult:
-    """Evaluate a registry version (base vs base + adapter) on its eval.tasks, generated code in a sandbox, after a
-    contamination check against its training data. Returns the job id at once; results go into the version's
-    model card. Paid flavors need a human's yes."""
+    """Evaluate a registry version (base vs base + adapter) on eval.tasks, code in a sandbox, after a contamination
+    check; refused when its expected time passes timeout_s. Returns the job id; paid flavors need a yes."""
     from ..evals.service import start_eval
 
     started = start_eval(name, version, ev=eval or EvalSection(tasks=["humaneval"]),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NamedTuple
+from typing import Annotated, Literal, NamedTuple
 
 from mcp.server.elicitation import ElicitationResult
 from mcp.server.mcpserver import Context
@@ -154,9 +154,8 @@ def pipeline_preflight(config_path: ConfigPath, placed: PlacedConfig, backend: O
 def pipeline_run(ctx: Context, config_path: ConfigPath, approval: SpendApproval, placed: PlacedConfig,
                  backend: OptBackend = None, flavor: Flavor = None, timeout_s: TimeoutS = None, force: Force = False,
                  approval_token: ApprovalToken = None) -> SpendResult:
-    """Start the whole pipeline as one job: train, track, register the adapter with its model card (on HF
-    Jobs: data uploaded to a private dataset repo, checkpoints and adapter pushed to a private output repo).
-    Returns at once with the job id; paid flavors need human approval first."""
+    """Start the whole pipeline as one job: train, track, register the adapter with its card, run the config's
+    eval (HF Jobs: data and outputs in private repos). Returns the job id; paid flavors need approval."""
     if placed.error:
         raise placed.error
     if placed.cfg is None:
@@ -166,4 +165,28 @@ def pipeline_run(ctx: Context, config_path: ConfigPath, approval: SpendApproval,
     return spend_result(started.spend, run_name=started.run_name)
 
 
-TOOLS = [pipeline_validate, pipeline_render, pipeline_preflight, pipeline_run]
+class PromptRows(BaseModel):
+    split: str
+    rows: int
+    written: int
+    output: str
+    ceiling: dict | None = None
+    leaked_tests: list[str]
+    dropped: list[str]
+
+
+@guarded
+def grpo_prompts(mbpp_path: Annotated[str, Field(description="MBPP's full jsonl.")],
+                 split: Annotated[Literal["train", "validation", "prompt"], Field(description="train → data.path, "
+                                                                                  "validation → grpo.heldout_path.")],
+                 output: Annotated[str, Field(description="The .jsonl to write.")],
+                 limit: Annotated[int | None, Field(description="The first N problems.", ge=1)] = None
+                 ) -> PromptRows:
+    """MBPP's split as GRPO prompt rows (one visible test each, the rest scored). Runs no code: GRPO's
+    preflight checks the reference solutions."""
+    from ..methods.grpo.prompts import write_mbpp_prompts
+
+    return PromptRows(**write_mbpp_prompts(mbpp_path, split, output, limit=limit))
+
+
+TOOLS = [pipeline_validate, pipeline_render, pipeline_preflight, pipeline_run, grpo_prompts]

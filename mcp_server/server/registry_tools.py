@@ -41,8 +41,8 @@ def registry_push(adapter_dir: Annotated[str, Field(description="Folder with ada
 
 
 class VersionList(BaseModel):
-    result: list[AdapterVersion] = Field(description="The versions, oldest first (the 15 newest).")
-    total: int = Field(description="Versions in the registry (of this line).")
+    result: list[AdapterVersion] = Field(description="The 15 newest, oldest first.")
+    total: int
     next_step: str
 
 

@@ -18,8 +18,8 @@ def results_readme(
         readme_path: Annotated[str, Field(description="The markdown file (default: ./README.md).")] = "README.md",
         curves: Annotated[bool, Field(description="Also the curves, as PNG files beside it.")] = True
         ) -> ResultsSection:
-    """Write the results section into a README, in place between tunepack markers (again = replaced): sweep table,
-    each adapter's eval tables vs base (n, 95 % CI), held-out sessions, curves as PNG beside it."""
+    """Write the results section of a README in place (again = replaced): sweep table, each adapter's eval
+    tables vs base (n, 95 % CI), held-out sessions, curves as PNG."""
     from ..report import write_results
 
     return write_results(readme_path, sweep_id=sweep_id, adapters=adapters, curves=curves)

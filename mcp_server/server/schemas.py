@@ -1,8 +1,8 @@
 """What tools/list sends of each schema: every tool's schemas sit in the agent's context on every turn.
 
 Input schemas lose pydantic's ``title`` keys (a name the property already has); the descriptions, types, limits
-and defaults stay. Output schemas keep their top level — each field, its type and its description — and nested
-objects become ``{"type": "object"}``: the structured result itself shows their fields, and a client that checks
+and defaults stay. Output schemas keep their top level — each field, its type and its description, not pydantic's defaults —
+and nested objects become ``{"type": "object"}``: the structured result itself shows their fields, and a client that checks
 the result against the schema still can (the compact schema admits every result the full one admits)."""
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ def compact_output(schema: dict[str, Any] | None) -> dict[str, Any] | None:
         return schema
     out = _walk(schema, ("title", "description"), refs=True)
     for name, prop in (schema.get("properties") or {}).items():
+        out["properties"][name].pop("default", None)  # a result's field has a value, not a default
         if isinstance(prop, dict) and isinstance(prop.get("description"), str):
             out["properties"][name]["description"] = prop["description"]
     return out

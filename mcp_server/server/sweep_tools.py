@@ -133,10 +133,9 @@ def sweep_submit(ctx: Context, approval: SweepApproval, planned: Annotated[Built
                  resume: Annotated[str | None, Field(description="Instead of a spec: the id of a sweep whose "
                                                                  "controller crashed, to resume it.")] = None,
                  approval_token: ApprovalToken = None) -> SubmitResult:
-    """Start a sweep: one ledger experiment per run, then a controller job that runs the canary first, the
-    rest once it logged its first steps cleanly (at most max_concurrent at once), stops diverging runs and
-    retries only infrastructure failures. A paid sweep needs the human's yes for its total worst case and
-    must fit budget_usd and the daily budget. Returns at once; follow with sweep_status."""
+    """Start a sweep: one ledger experiment per run, then a controller job: the canary first, the rest (at
+    most max_concurrent at once) once it logged clean steps; diverging runs stopped, only infrastructure
+    failures retried. A paid sweep needs the human's yes and must fit the budgets. Follow with sweep_status."""
     if resume:
         return resume_sweep(resume)
     if planned.error:

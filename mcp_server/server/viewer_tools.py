@@ -179,9 +179,8 @@ def viewer_traces(source: Source, dataset: Dataset, config: Config = "default", 
                   column: Annotated[str, Field(description="Column holding the conversations.")] = "messages",
                   max_rows: Annotated[int | None, Field(description="Rows to scan (default 20000 local, 1000 hf).",
                                                         ge=1, le=1_000_000)] = None) -> TraceView:
-    """The shape of agent traces (a messages column, or a folder of raw sessions): role-sequence counts (repeats
-    folded, e.g. user>(assistant>tool)×3>assistant), per tool the calls, argument keys, string vs dict arguments
-    and calls without a result; rows without an assistant turn."""
+    """The shape of agent traces (a messages column, or a folder of raw sessions): role sequences (repeats
+    folded), per tool the calls, argument keys and calls without a result; rows without an assistant turn."""
     limit = max_rows or (20000 if source == "local" else 1000)
     return fit_traces(_bounded(dataset, lambda: trace_view(_backend(source), dataset, config, split, column, limit)))
 

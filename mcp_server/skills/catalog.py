@@ -76,7 +76,9 @@ def read_skill(name: str, file: str | None = None, offset: int = 0, section: str
     heading that contains those words (the headings are listed when none does). ``served``: the toolsets of the
     server reading it; the first page then says which toolsets the skill's tools need that it does not serve."""
     page = _page(name, file, offset, section)
-    return (_missing_toolsets(name, served) + page) if served is not None and offset == 0 else page
+    if served is None or offset or file not in (None, "SKILL.md") or section:  # said once a skill: its first page
+        return page
+    return _missing_toolsets(name, served) + page
 
 
 def _missing_toolsets(name: str, served: tuple[str, ...]) -> str:

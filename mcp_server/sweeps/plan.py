@@ -297,6 +297,11 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
     heldout = _heldout(base, notes)
     eval_time = _eval_time(base, flavor if backend != "local" else "local",
                            max((r.timeout_s for r in live if r.timeout_s), default=None), heldout, notes)
+    if eval_time and eval_time["expected_s"]:
+        notes.append(f"each run's expected_s is its training; the config's eval ({', '.join(base.eval.tasks)}) "
+                     f"adds up to {eval_time['expected_s'] / 60:.1f} min a run (every answer at max_tokens; most "
+                     "stop sooner)" + ("; local runs that share the CPU take longer each" if backend == "local"
+                                       else ""))
     canary = _choose_canary(spec, live, configs, notes)
     slots = _slots(spec, backend, notes)
     total_worst = round(sum(r.worst_case_usd for r in live), 4)

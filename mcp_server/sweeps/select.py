@@ -112,7 +112,8 @@ def select_sweep(sweep_id: str, metric: str | None = None, direction: str | None
         note = (f"ledger project '{state.ledger}' ranks on '{established}', not '{chosen['name']}': nothing recorded; "
                 f"select on '{established}' to record")
     else:
-        for entry in ranking:
+        # in the order the runs ended: the ledger's "finished since the best" counts runs that ended after it
+        for entry in sorted(ranking, key=lambda e: (state.run(e.run).ended_at or 0.0, e.run)):
             run = state.run(entry.run)
             entry.ledger = _record(ledger, run, entry, best, chosen, sweep_id, len(order))
         recorded, note = True, f"recorded in ledger project '{state.ledger}'"

@@ -69,8 +69,16 @@ def analyse_series(name: str, series: list[tuple[int, float]],
         if verdict.kind == "rising":
             flags.append(f"{verdict.reason}: the run is diverging; stop it and lower the learning rate")
     if lower_is_better and len(values) >= 6 and trend == "flat":
-        flags.append(f"{name} changed less than {PLATEAU_REL:.0%} over the last {len(recent)} logs: a plateau; "
-                     "more steps are unlikely to help at this learning rate")
+        steps = {s for s, _ in finite[-len(recent):]}
+        window_rates = [r for s, r in (rates or {}).items() if s in steps]
+        peak = max((rates or {}).values(), default=0.0)
+        if window_rates and peak > 0 and sum(window_rates) / len(window_rates) < 0.25 * peak:
+            flags.append(f"{name} changed less than {PLATEAU_REL:.0%} over the last {len(recent)} logs, where the "
+                         f"learning rate had decayed to {window_rates[-1]:.2g} (peak {peak:.2g}): the schedule's "
+                         f"end, not a plateau; judge the run by first → last ({values[0]:.4g} → {values[-1]:.4g})")
+        else:
+            flags.append(f"{name} changed less than {PLATEAU_REL:.0%} over the last {len(recent)} logs: a plateau; "
+                         "more steps are unlikely to help at this learning rate")
     report = MetricReport(name=name, points=len(values), first=values[0], last=values[-1], min=min(values),
                           max=max(values), best_step=best[0], trend=trend, change_pct=round(100 * change, 2),
                           window=f"last {len(recent)} of {len(values)} logs (steps {finite[-len(recent)][0]}-"

@@ -47,6 +47,28 @@ def mbpp_rows(path: str | Path, split: str) -> list[dict]:
     return rows
 
 
+def write_mbpp_prompts(mbpp: str | Path, split: str, output: str | Path, *, limit: int | None = None,
+                       check: bool = False, sandbox: str = "auto", keep_impossible: bool = False) -> dict:
+    """MBPP's ``split`` as GRPO prompt rows in ``output`` (JSON Lines, written atomically). ``check`` also runs each
+    reference solution through the tests reward in the sandbox and drops the ones that fail (``keep_impossible``
+    keeps them): the CLI does; the MCP tool runs no code (the GRPO preflight checks the ceiling)."""
+    from ...guard_paths import refuse_credential
+    from ...staging import write_text_atomically
+
+    source = refuse_credential(Path(mbpp).expanduser(), "MBPP file")
+    if not source.is_file():
+        raise DataError(f"{mbpp} is not a file.", "point at MBPP's full jsonl (task_id, text, code, test_list).")
+    target = Path(output).expanduser()
+    rows = mbpp_rows(source, split)[:limit]
+    report = ceiling(rows, mode=sandbox) if check else None
+    dropped = [] if report is None or keep_impossible else report["impossible"]
+    kept = [r for r in rows if str(r["id"]) not in set(dropped)]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomically(target, "".join(json.dumps(r) + "\n" for r in kept))
+    return {"split": split, "rows": len(rows), "written": len(kept), "output": str(target), "ceiling": report,
+            "leaked_tests": leaks(rows), "dropped": dropped}
+
+
 def leaks(rows: list[dict]) -> list[str]:
     """Ids of rows whose prompt shows a test that is also scored (the answer is handed over)."""
     return [str(r.get("id")) for r in rows if any(t.strip() and t.strip() in r["prompt"] for t in r.get("tests") or [])]
