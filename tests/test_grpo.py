@@ -168,7 +168,7 @@ def test_a_grpo_run_with_the_tests_reward_runs_the_code_in_the_sandbox(tmp_path)
     refused = run_cli("run", str(path), "--json")
     assert refused.returncode != 0
     assert "groups from the starting model have mixed rewards" in refused.stderr
-    assert "start from an SFT adapter of the task" in refused.stderr
+    assert "never earns the reward" in refused.stderr and "fine-tune it on the task's own answers" in refused.stderr
 
 
 def _logs(train, clipped=None, flat=None, evals=()):

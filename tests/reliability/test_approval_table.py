@@ -62,6 +62,8 @@ KIND: dict[str, str] = {
     "ledger_propose": NONE, "ledger_claim": NONE, "ledger_record": NONE, "ledger_list": NONE, "ledger_report": NONE,
     "research_models": NONE, "research_datasets": NONE, "research_papers": NONE, "research_paper": NONE,
     "sweep_plan": NONE, "sweep_status": NONE, "sweep_select": NONE, "sweep_report": NONE,
+    "results_readme": NONE,  # writes the named markdown file's marked section, nothing else
+    "grpo_prompts": NONE,  # writes prompt rows; runs no code
 }
 DESTRUCTIVE_WORDS = ("delete", "remove", "purge", "drop", "destroy", "wipe")
 
