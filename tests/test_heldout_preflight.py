@@ -123,3 +123,38 @@ def test_a_run_where_few_turns_fit_fails_its_mask_check_with_the_length_that_wou
                            .split(" ", 1)[1])
         assert error["problem"].startswith("Only 50% of the assistant turns would train: 4 of 8 do not fit")
         assert "raise training.max_length to " in error["fix"] and "data.allow_truncation: true" in error["fix"]
+
+
+def test_a_run_from_an_adapter_whose_held_out_rows_call_nothing_is_told_its_lineage_is_scored(tmp_path):
+    """Preflight of a run that starts from an adapter and holds out rows without tool calls: the fix names the other
+    way out, holding nothing out so next action scores the sessions the adapter's lineage held out (their turns)."""
+    from support.common import short_conversation
+    from support.sweeps import unique
+
+    from mcp_server.pipeline.preflight import preflight
+    from mcp_server.registry import LocalRegistry
+
+    sessions = write_jsonl(tmp_path / "sessions.jsonl", [{"messages": short_conversation(i)} for i in range(6)])
+    rows = [json.loads(line) for line in sessions.read_text().splitlines()]
+    _, _, record = split(rows, 0.34, 0)
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "tiny:qwen3", "r": 8}))
+    (folder / "adapter_model.safetensors").write_bytes(b"x")
+    (folder / "tunepack_manifest.json").write_text(json.dumps({
+        "method": "sft", "config": {"model": {"name": "tiny:qwen3"}, "data": {"path": [str(sessions)]},
+                                    "lora": {"r": 8}}, "heldout": record}))
+    entry = LocalRegistry().push(folder, unique("start"))
+    answers = write_jsonl(tmp_path / "answers.jsonl", [{"messages": [
+        {"role": "user", "content": f"Question {i}?"}, {"role": "assistant", "content": f"Answer {i}."}]}
+        for i in range(6)])
+    config = tmp_path / "c.yaml"
+    config.write_text(f"model: {{name: tiny:qwen3, adapter: {entry.name}@v{entry.version}}}\n"
+                      f"data: {{path: {answers}, eval_fraction: 0.34}}\neval: {{tasks: [next-action]}}\n")
+    check = next(c for c in preflight(config, smoke=False).checks if c.name == "heldout")
+    assert check.status == "fail" and "next-action would score no call" in check.detail
+    assert f"a run from {entry.name}@v{entry.version} holding none out is scored on the" in check.fix
+    import re
+
+    (turns,) = re.findall(r"scored on the (\d+) turns its lineage held out", check.fix)
+    assert int(turns) >= 2  # two held-out conversations, each with a call turn and an answer turn

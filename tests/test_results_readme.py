@@ -184,3 +184,21 @@ def test_grpo_prompts_through_mcp_writes_the_split_and_runs_no_code(tmp_path):
     assert done["written"] == 3 and done["ceiling"] is None and [r["id"] for r in written] == [
         "mbpp/601", "mbpp/602", "mbpp/603"]
     assert all(len(r["tests"]) == 1 and r["tests"][0] not in r["prompt"] for r in written) and not marker.exists()
+
+
+def test_a_later_rung_reports_the_sessions_its_lineage_held_out(tmp_path):
+    """An adapter trained from another, holding nothing out itself, is scored on what its lineage held out: the
+    README says those sessions and who held them out, not 'no sessions were held out'."""
+    first = _adapter(tmp_path, name := unique("lineage"))
+    folder = tmp_path / "later"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "tiny:gemma4", "r": 8}))
+    (folder / "adapter_model.safetensors").write_bytes(b"x")
+    start = {"name": name, "version": int(first.split("@v")[1]), "method": "sft", "run_name": None}
+    (folder / "tunepack_manifest.json").write_text(json.dumps({
+        "method": "grpo", "run_name": "grpo-run", "config": {"model": {"name": "tiny:gemma4"}, "data": {"path": []}},
+        "lineage": [start, {"name": f"{name}-grpo", "method": "grpo", "run_name": "grpo-run"}]}))
+    later = LocalRegistry().push(folder, f"{name}-grpo", run_name="grpo-run")
+    section = write_results(tmp_path / "README.md", adapters=[f"{later.name}@v{later.version}"], curves=False)
+    assert "Held-out split: 2 sessions (7 rows)" in section.markdown and "`pi:2026-11-02-a`" in section.markdown
+    assert "an earlier rung of this adapter" in section.markdown and "No sessions were held out" not in section.markdown

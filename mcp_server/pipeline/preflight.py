@@ -167,9 +167,12 @@ def heldout_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
     summary = heldout_summary(rows, record)
     scored = TASK in cfg.eval.tasks
     if scored and not summary["call_turns"]:
+        start_turns = _start_heldout(cfg.model.adapter)[0] if cfg.model.adapter else None
+        lineage = (f"; or drop data.eval_fraction / data.eval_sessions: a run from {cfg.model.adapter} holding none "
+                   f"out is scored on the {start_turns} turns its lineage held out") if start_turns else ""
         checks.append(Check(name="heldout", status="fail", detail=heldout_summary_line(summary) + (
             ": next-action would score no call"), fix="hold out more sessions (a larger data.eval_fraction, another "
-            "data.eval_seed) or name sessions that call tools in data.eval_sessions"))
+            "data.eval_seed) or name sessions that call tools in data.eval_sessions" + lineage))
     else:
         checks.append(Check(name="heldout", status="pass", detail=heldout_summary_line(summary)))
     return summary

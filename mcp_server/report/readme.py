@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..errors import InputError, TunepackError
+from ..evals.job import heldout_source
 from ..evals.ladder import write_section
 from ..evals.results import results_markdown
 from ..guard_paths import refuse_credential
@@ -142,7 +143,10 @@ def _adapter_part(ref: str, folder: Path, images: list[str], missing: list[str],
             missing.append(f"{entry.name} v{entry.version}: the eval stopped before "
                            f"{', '.join(results.get('missing') or ['some tasks'])}; eval_start those tasks again")
         lines += [results_markdown(results).rstrip(), ""]
-    lines += _heldout_lines(manifest, results)
+    held = heldout_source(manifest) or manifest  # a later rung is scored on the sessions its lineage held out
+    lines += _heldout_lines(held, results)
+    if held is not manifest:
+        lines[-2] += f" (held out by `{held.get('run_name') or 'an earlier rung'}`, an earlier rung of this adapter)"
     if curve:
         lines += _curve_of(entry, manifest, folder, images)
     return lines, f"{entry.name}@v{entry.version}"
