@@ -136,6 +136,9 @@ def test_the_rl_preflight_reports_the_ceiling_the_sizing_and_the_groups(problems
     rl = outcome["rl_check"]
     assert rl["status"] == "pass" and rl["ceiling"]["impossible"] == ["mine/inc"] and rl["train_prompts"] == 48
     assert rl["signal"]["groups"] == 8 and rl["signal"]["mixed_share"] >= 0.1 and rl["start"].startswith("code-sft@v")
+    # each reward's own signal: the groups disagree on length, never on tests (the replica passes none), said
+    by = rl["signal"]["by_reward"]
+    assert by["length"]["mixed"] >= 1 and by["tests"]["mixed"] == 0 and rl["signal"]["only_shaping"] == "tests"
     assert outcome["smoke"]["status"] == "pass"
     # a scored test shown in the prompt is refused before any job, with the fix
     rows[0]["prompt"] += "\n" + rows[0]["tests"][0]
