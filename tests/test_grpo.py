@@ -119,6 +119,36 @@ def test_mbpp_prompts_show_one_test_score_the_rest_and_report_the_ceiling(tmp_pa
     assert report["leaked_tests"] == []
 
 
+def test_train_prompts_that_near_duplicate_a_test_problem_are_left_out_before_any_training(tmp_path):
+    """MBPP's train split repeats some test problems; trained on, the eval would withhold the adapter's MBPP
+    score as contaminated, so the prompts leave them out and say which, and the eval's own check then passes."""
+    from mcp_server.evals.kit.contamination import check_contamination, iter_training_texts
+    from mcp_server.evals.kit.problems import load_problems
+
+    source = _mbpp_file(tmp_path)
+    twin = {"task_id": 11, "text": "Write a function that doubles a number given as its only argument and returns "
+            "the result.", "code": "def twice(x):\n    return 2 * x", "test_setup_code": "",
+            "test_list": ["assert twice(2) == 4", "assert twice(0) == 0", "assert twice(-3) == -6"]}
+    other = {"task_id": 12, "text": "Write a function to reverse the words of a sentence given as a string and "
+             "return the new sentence.", "code": "def rev(s):\n    return ' '.join(s.split()[::-1])",
+             "test_setup_code": "", "test_list": ["assert rev('a b c') == 'c b a'", "assert rev('x') == 'x'"]}
+    source.write_text(source.read_text() + json.dumps(twin) + "\n" + json.dumps(other) + "\n")
+    out = tmp_path / "train.jsonl"
+    done = run_cli("grpo-prompts", "--mbpp", str(source), "--split", "train", "-o", str(out))
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["test_overlap"]["dropped"] == ["mbpp/601"] and report["test_overlap"]["test_problems"] == ["mbpp/11"]
+    assert "withhold" in report["test_overlap"]["why"]
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["mbpp/602"]  # 603 fails its tests
+    assert not check_contamination(load_problems("mbpp", str(source)), iter_training_texts([str(out)])).contaminated_ids
+    # the same rows kept in are what the eval would flag: the check is the eval's own
+    kept_in = tmp_path / "all.jsonl"
+    kept_in.write_text(out.read_text() + json.dumps({"prompt": twin["text"], "solution": twin["code"],
+                                                     "tests": twin["test_list"]}) + "\n")
+    flagged = check_contamination(load_problems("mbpp", str(source)), iter_training_texts([str(kept_in)]))
+    assert flagged.contaminated_ids == ["mbpp/11"]
+
+
 def test_the_tests_reward_pays_for_passing_asserts_and_not_for_tampering():
     from mcp_server.evals.kit.sandbox import Sandbox
     from mcp_server.evals.kit.testreward import tests_fraction
@@ -168,7 +198,9 @@ def test_a_grpo_run_with_the_tests_reward_runs_the_code_in_the_sandbox(tmp_path)
     refused = run_cli("run", str(path), "--json")
     assert refused.returncode != 0
     assert "groups from the starting model have mixed rewards" in refused.stderr
-    assert "never earns the reward" in refused.stderr and "fine-tune it on the task's own answers" in refused.stderr
+    # both ways out: warm the start up on the task's answers, or (already warmed) say the model is too weak
+    for words in ("never earns the reward", "fine-tuned on this task's own answers", "too weak for the task"):
+        assert words in refused.stderr
 
 
 def _logs(train, clipped=None, flat=None, evals=()):

@@ -173,6 +173,7 @@ class PromptRows(BaseModel):
     ceiling: dict | None = None
     leaked_tests: list[str]
     dropped: list[str]
+    test_overlap: dict | None = None
 
 
 @guarded

@@ -63,41 +63,77 @@ class ContaminationReport:
         }
 
 
+class GramIndex:
+    """The n-grams of each problem's statement, solution and tests, and which fields own each gram."""
+
+    def __init__(self, problems: list[Problem], n: int = 13, min_tokens: int = 8) -> None:
+        self.problems, self.n = problems, n
+        self.owners: dict[bytes, set[tuple[int, int]]] = {}
+        self.totals: dict[tuple[int, int], int] = {}
+        self.short_sizes: set[int] = set()  # fields shorter than n are indexed whole: look for them at their size
+        for i, p in enumerate(problems):
+            for f, part in enumerate((p.text, p.solution, p.tests)):
+                size = len(tokens(part))
+                if min_tokens <= size < n:
+                    self.short_sizes.add(size)
+                field_grams = grams(part, n, min_tokens)
+                self.totals[(i, f)] = len(field_grams)
+                for g in field_grams:
+                    self.owners.setdefault(g, set()).add((i, f))
+
+    def seen(self, text: str) -> set[bytes]:
+        """The indexed grams that occur in ``text``."""
+        toks, found = tokens(text), set()
+        for size in (self.n, *sorted(self.short_sizes)):
+            for j in range(max(0, len(toks) - size + 1)):
+                key = _key(toks[j : j + size])
+                if key in self.owners:
+                    found.add(key)
+        return found
+
+    def flagged(self, seen: set[bytes], min_overlap: float) -> set[tuple[int, int]]:
+        """The fields (problem, part) with at least ``min_overlap`` of their grams in ``seen``."""
+        found: dict[tuple[int, int], int] = {}
+        for key in seen:
+            for owner in self.owners[key]:
+                found[owner] = found.get(owner, 0) + 1
+        return {owner for owner, k in found.items() if k / self.totals[owner] >= min_overlap}
+
+
 def check_contamination(
     problems: list[Problem], texts: Iterable[str], n: int = 13, min_tokens: int = 8, min_overlap: float = 0.5
 ) -> ContaminationReport:
     """A problem is contaminated when, for its statement, its solution or its tests, at least
     ``min_overlap`` of that field's n-grams occur in the training text (1.0 = verbatim copy)."""
-    index: dict[bytes, set[tuple[int, int]]] = {}
-    totals: dict[tuple[int, int], int] = {}
-    short_sizes: set[int] = set()  # fields shorter than n are indexed whole: look for them at their size
-    for i, p in enumerate(problems):
-        for f, part in enumerate((p.text, p.solution, p.tests)):
-            size = len(tokens(part))
-            if min_tokens <= size < n:
-                short_sizes.add(size)
-            field_grams = grams(part, n, min_tokens)
-            totals[(i, f)] = len(field_grams)
-            for g in field_grams:
-                index.setdefault(g, set()).add((i, f))
+    index = GramIndex(problems, n, min_tokens)
     seen: set[bytes] = set()
     rows = 0
     for text in texts:
         rows += 1
-        toks = tokens(text)
-        for size in (n, *sorted(short_sizes)):
-            for j in range(max(0, len(toks) - size + 1)):
-                key = _key(toks[j : j + size])
-                if key in index:
-                    seen.add(key)
-    found: dict[tuple[int, int], int] = {}
-    for key in seen:
-        for owner in index[key]:
-            found[owner] = found.get(owner, 0) + 1
-    hit = sorted({i for (i, f), k in found.items() if k / totals[(i, f)] >= min_overlap})
+        seen |= index.seen(text)
+    hit = sorted({i for i, _ in index.flagged(seen, min_overlap)})
     bench = problems[0].benchmark if problems else ""
     ids = [problems[i].id for i in hit]
     return ContaminationReport(benchmark=bench, n_problems=len(problems), contaminated_ids=ids, ngram=n, rows_scanned=rows)
+
+
+def overlapping_rows(problems: list[Problem], texts: list[str], n: int = 13, min_tokens: int = 8,
+                     min_overlap: float = 0.5) -> tuple[list[int], list[str]]:
+    """The rows to leave out so the rest contaminate none of ``problems`` under check_contamination's rule, and
+    the problem ids they touched: for each flagged field, the row holding most of its grams goes, until nothing
+    is flagged (a row that shares one generic gram with a problem stays)."""
+    index = GramIndex(problems, n, min_tokens)
+    per_row = [index.seen(t) for t in texts]
+    kept, dropped, touched = set(range(len(texts))), set(), set()
+    while kept:
+        fields = index.flagged(set().union(*(per_row[r] for r in kept)), min_overlap)
+        if not fields:
+            break
+        touched |= {i for i, _ in fields}
+        for owner in fields:
+            dropped.add(max(kept, key=lambda r: (sum(owner in index.owners[g] for g in per_row[r]), -r)))
+        kept -= dropped
+    return sorted(dropped), [problems[i].id for i in sorted(touched)]
 
 
 def _strings(value: object) -> Iterator[str]:

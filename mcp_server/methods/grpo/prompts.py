@@ -59,14 +59,38 @@ def write_mbpp_prompts(mbpp: str | Path, split: str, output: str | Path, *, limi
     if not source.is_file():
         raise DataError(f"{mbpp} is not a file.", "point at MBPP's full jsonl (task_id, text, code, test_list).")
     target = Path(output).expanduser()
-    rows = mbpp_rows(source, split)[:limit]
+    rows, overlap = test_overlap(source, mbpp_rows(source, split), split)
+    rows = rows[:limit]
     report = ceiling(rows, mode=sandbox) if check else None
     dropped = [] if report is None or keep_impossible else report["impossible"]
     kept = [r for r in rows if str(r["id"]) not in set(dropped)]
     target.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(target, "".join(json.dumps(r) + "\n" for r in kept))
     return {"split": split, "rows": len(rows), "written": len(kept), "output": str(target), "ceiling": report,
-            "leaked_tests": leaks(rows), "dropped": dropped}
+            "leaked_tests": leaks(rows), "dropped": dropped, "test_overlap": overlap}
+
+
+def test_overlap(source: Path, rows: list[dict], split: str) -> tuple[list[dict], dict | None]:
+    """Rows of a split other than test that near-duplicate a test problem, left out: MBPP's own splits share
+    some problems, and the eval withholds an adapter's whole MBPP score when its training rows overlap the test
+    split (its contamination check, with its default n-gram rule, over the rows as written)."""
+    from ...evals.kit.contamination import _strings, overlapping_rows
+    from ...evals.kit.errors import KitError
+    from ...evals.kit.problems import load_problems
+
+    try:
+        problems = load_problems("mbpp", str(source)) if split != "test" else []
+    except KitError:  # a file without the test split: nothing to overlap
+        problems = []
+    if not problems:
+        return rows, None
+    drop, touched = overlapping_rows(problems, ["\n".join(_strings(r)) for r in rows])
+    gone = {str(rows[i]["id"]) for i in drop}
+    return [r for r in rows if str(r["id"]) not in gone], {
+        "dropped": sorted(gone, key=lambda x: int(x.rsplit("/", 1)[-1]) if x.rsplit("/", 1)[-1].isdigit() else 0),
+        "test_problems": touched,
+        "why": "these rows near-duplicate MBPP test problems; trained on, the eval would withhold the adapter's "
+               "whole MBPP score as contaminated"} if gone else None
 
 
 def leaks(rows: list[dict]) -> list[str]:
