@@ -109,17 +109,18 @@ def test_cli_run_on_hf_follows_the_job_and_records_it(hub, tmp_path):
     import sys
     import time
 
-    cfg = config(tmp_path)
+    # the placement is the config's job section: `tunepack run CONFIG` alone, as preflight's last line says
+    cfg = config(tmp_path, job={"backend": "hf", "flavor": "t4-small", "timeout_s": 3600})
     path = tmp_path / "remote.yaml"
     path.write_text(json.dumps(cfg.model_dump(mode="json")))
     hub.state.repos["alice/remote-sft"] = {"type": "model", "private": True, "files": {}, "commits": ["c0"]}
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "run", str(path), "--backend", "hf",
-                             "--flavor", "t4-small", "--timeout", "3600", "--json", "--yes"],
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "run", str(path), "--json", "--yes"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     deadline = time.time() + 60
     while not hub.requests("POST", "/api/jobs/alice") and time.time() < deadline:
         time.sleep(0.2)
     job_id = next(iter(hub.state.jobs))
+    assert hub.state.jobs[job_id]["flavor"] == "t4-small" and hub.state.jobs[job_id]["timeoutSeconds"] == 3600
     hub.state.logs[job_id] = finished_logs(cfg, hub.state.jobs[job_id]["labels"]["run"])
     hub.set_stage(job_id, "COMPLETED")
     out, err = proc.communicate(timeout=120)
@@ -127,6 +128,27 @@ def test_cli_run_on_hf_follows_the_job_and_records_it(hub, tmp_path):
     result = json.loads(out)
     assert result["hub_repo"] == "alice/remote-sft" and result["hub_commit"] == "abc123" and result["steps"] == 20
     assert "charged up to $0.40 to project 'remote'" in err  # the command was the approval; the budget applies
+
+
+def test_preflight_quotes_the_configs_flavor_and_timeout_and_run_asks_for_the_yes(hub, tmp_path):
+    """A config that names a GPU flavor is quoted at that flavor for its own timeout, and `tunepack run` of it
+    with no terminal and no --yes starts nothing (the job section is the placement, not a local run)."""
+    cfg = config(tmp_path, job={"backend": "hf", "flavor": "a10g-small", "timeout_s": 7200},
+                 output={"name": "remote-gpu"})
+    path = tmp_path / "gpu.yaml"
+    path.write_text(json.dumps(cfg.model_dump(mode="json")))
+    done = run_cli("preflight", str(path), "--no-smoke", "--json", timeout=120)
+    report = json.loads(done.stdout)
+    cost = report["cost"]
+    assert (cost["backend"], cost["flavor"], cost["timeout_s"]) == ("hf", "a10g-small", 7200), cost
+    assert cost["needs_approval"] and cost["worst_case_usd"] == round(cost["price_per_hour_usd"] * 2, 2) > 1
+    refused = run_cli("run", str(path), timeout=120)
+    assert refused.returncode != 0 and "a10g-small" in refused.stderr, refused.stderr[-2000:]
+    assert not hub.requests("POST", "/api/jobs/alice") and "alice/remote-gpu" not in hub.state.repos
+    # a local run named on the command line does not inherit the GPU flavor
+    from mcp_server.pipeline import placement
+
+    assert placement(cfg, "local") == ("local", None, 7200) and placement(cfg) == ("hf", "a10g-small", 7200)
 
 
 def test_the_cli_is_held_to_the_daily_budget(hub, tmp_path):

@@ -46,9 +46,11 @@ def _add_config_commands(sub) -> None:
 
     p = sub.add_parser("preflight", help="be sure before spending: checks, the cost quote, a mask-check + smoke job")
     p.add_argument("config")
-    p.add_argument("--backend", default=None, choices=["local", "hf"], help="where the real run would go")
-    p.add_argument("--flavor", default=None, help="HF Jobs hardware flavor of the real run")
-    p.add_argument("--timeout", type=int, default=None, help="the real run's timeout, for the quote")
+    p.add_argument("--backend", default=None, choices=["local", "hf"], help="where the real run would go "
+                   "(default: the config's job.backend)")
+    p.add_argument("--flavor", default=None, help="HF Jobs hardware flavor of the real run (default: job.flavor)")
+    p.add_argument("--timeout", type=int, default=None, help="the real run's timeout, for the quote (default: "
+                   "job.timeout_s)")
     p.add_argument("--no-smoke", dest="smoke", action="store_false", help="checks and quote only, no smoke job")
     p.add_argument("--no-wait", dest="wait", action="store_false", help="do not wait for the smoke job")
     p.add_argument("--json", action="store_true")
@@ -62,11 +64,13 @@ def _add_config_commands(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_rl_check)
 
-    p = sub.add_parser("run", help="validate, render, train as a local job, track, register the adapter")
+    p = sub.add_parser("run", help="validate, render, train as a job (where the config's job section says: local by "
+                       "default), track, register the adapter")
     p.add_argument("config")
-    p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds")
-    p.add_argument("--backend", default="local", choices=["local", "hf"])
-    p.add_argument("--flavor", default=None, help="HF Jobs hardware flavor (hf backend)")
+    p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds (default: the "
+                   "config's job.timeout_s)")
+    p.add_argument("--backend", default=None, choices=["local", "hf"], help="default: the config's job.backend")
+    p.add_argument("--flavor", default=None, help="HF Jobs hardware flavor (default: the config's job.flavor)")
     p.add_argument("--force", action="store_true", help="allow an hf training timeout under 30 minutes")
     p.add_argument("-v", "--verbose", action="store_true", help="show every line of the job log")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -200,7 +204,7 @@ def cmd_preflight(args) -> None:
     from ..jobs import failure_error, get_backend
     from ..pipeline.preflight import preflight
 
-    report = preflight(args.config, backend=args.backend or "local", flavor=args.flavor, timeout_s=args.timeout,
+    report = preflight(args.config, backend=args.backend, flavor=args.flavor, timeout_s=args.timeout,
                        smoke=args.smoke)
     if report.smoke_job and args.wait:  # the smoke job runs here, whatever backend the real run will use
         backend = get_backend("local")
@@ -239,12 +243,15 @@ def cmd_rl_check(args) -> None:
 
 
 def cmd_run(args) -> None:
-    from ..pipeline import run_pipeline
+    from ..config import load_config
+    from ..pipeline import placement, run_pipeline
 
+    cfg = load_config(args.config)
+    args.backend, args.flavor, args.timeout = placement(cfg, args.backend, args.flavor, args.timeout)
     if args.backend != "local":
         return cmd_run_remote(args)
     print(f"tunepack: running {args.config}", file=sys.stderr)
-    result = run_pipeline(args.config, on_line=None if args.json else progress(args.verbose), timeout_s=args.timeout)
+    result = run_pipeline(cfg, on_line=None if args.json else progress(args.verbose), timeout_s=args.timeout)
     if args.json:
         print_json(result.model_dump())
         return

@@ -7,6 +7,7 @@ money is spent; ``settle`` records what a finished job produced, whoever looks a
 files the starter hands to a job.
 """
 
+from .placement import Placement, placement
 from .preflight import Check, PreflightReport, preflight, smoke_config
 from .run import (
                   RunResult,
@@ -21,5 +22,6 @@ from .run import (
 )
 from .settle import settle
 
-__all__ = ["Check", "PreflightReport", "RunResult", "StartedRun", "data_size", "precheck_data", "preflight",
-           "remote_timeout", "result_of", "run_pipeline", "settle", "smoke_config", "start_pipeline", "submit_script"]
+__all__ = ["Check", "Placement", "PreflightReport", "RunResult", "StartedRun", "data_size", "placement",
+           "precheck_data", "preflight", "remote_timeout", "result_of", "run_pipeline", "settle",
+           "smoke_config", "start_pipeline", "submit_script"]

@@ -23,6 +23,7 @@ from ..methods.grpo.check import RL_CHECK_TIMEOUT_S
 from ..traces.spine import training_config
 from ..train.render import config_hash, run_name_for
 from ..train.tiny_model import tiny_model_path
+from .placement import placement
 from .records import Check, PreflightPlan, SmokePlan
 from .run import check_rows
 
@@ -331,7 +332,7 @@ def rl_check(config_path: str | Path, *, flavor: str | None = None, consent: Con
                                      "with a TUNEPACK_RLCHECK line is a pass; its TUNEPACK_ERROR says what to fix")
 
 
-def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | None = None,
+def preflight(config_path: str | Path, *, backend: str | None = None, flavor: str | None = None,
               timeout_s: int | None = None, smoke: bool = True) -> PreflightReport:
     """Be sure before spending: config, data, model reference, the cost quote and (for remote runs or Hub
     outputs) the token's permissions; then the mask-check + smoke job. GRPO: the RL plan and ceiling here, the
@@ -339,6 +340,7 @@ def preflight(config_path: str | Path, *, backend: str = "local", flavor: str | 
     on the run's GPU, a paid job of its own)."""
     checks: list[Check] = []
     cfg = _load_checked(config_path, checks)
+    backend, flavor, timeout_s = placement(cfg, backend, flavor, timeout_s)  # the call's, else the config's job
     cost = _quote(backend, flavor, timeout_s, checks) if cfg else None
     if cfg is None or cost is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)

@@ -30,6 +30,7 @@ from ..traces.spine import training_config, training_config_or_pending
 from ..train.data import read_local_rows
 from ..train.render import config_hash, run_name_for
 from ..train.tiny_model import tiny_model_path
+from .placement import placement
 from .records import RunRecord
 
 
@@ -118,7 +119,8 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | st
     approval token and nothing is written). An approval binds to the config's content, not to its path.
     ``backend``: a backend, or its name (then it is only opened to submit, after the gate)."""
     cfg = load_config(config) if not isinstance(config, TrainConfig) else config
-    name = backend if isinstance(backend, str) else backend.name if backend else "local"
+    name, flavor, timeout_s = placement(cfg, backend if isinstance(backend, str) else backend.name if backend else None,
+                                        flavor, timeout_s)
     size = data_size(cfg)  # the data is read and checked once per start
     plan = method_of(cfg).plan(cfg, name, flavor)  # distillation: mode, tokenizers, memory; GRPO: the GPU plan
     if name != "local":

@@ -15,7 +15,7 @@ from ..config import TrainConfig, load_config
 from ..errors import ConfigError, TunepackError
 from ..jobs import CostEstimate, JobInfo, estimate
 from ..methods import write_script
-from ..pipeline import PreflightReport, preflight, start_pipeline
+from ..pipeline import PreflightReport, placement, preflight, start_pipeline
 from ..train.render import config_hash, pins, run_name_for
 from ..train.tiny_model import tiny_model_path
 from .common import (
@@ -82,9 +82,7 @@ def place(config_path: str | None, backend: str | None = None, flavor: str | Non
         cfg = load_config(config_path) if config_path else None
     except TunepackError as exc:
         return Placed(None, backend or "local", flavor, timeout_s, exc)
-    job = cfg.job if cfg else None
-    return Placed(cfg, backend or (job.backend if job else "local"), flavor or (job.flavor if job else None),
-                  timeout_s or (job.timeout_s if job else None))
+    return Placed(cfg, *placement(cfg, backend, flavor, timeout_s))
 
 
 def ask_to_spend(ctx: Context, placed: Annotated[Placed, Resolve(place)]):
