@@ -84,7 +84,7 @@ def finished_logs(cfg, run_name: str) -> list[str]:
 
 
 def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
-    cfg = config(tmp_path)
+    cfg = config(tmp_path, eval={"tasks": ["humaneval"]})
     started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="t4-small",
                              consent=Consent.keyboard(yes=True))
     job_id = started.job.id
@@ -95,6 +95,9 @@ def test_finish_records_repo_and_commit_and_pushes_the_card(hub, tmp_path):
     hub.set_stage(job_id, "COMPLETED")
     result = finish_remote(backend, job_id)
     assert result["hub_repo"] == "alice/remote-sft" and result["hub_commit"] == "abc123"
+    # the config's eval did not run in the training job: the outcome names the call that runs it
+    assert result["eval"]["ran"] is False and f"eval_start(name='remote-sft', version={result['registry_version']}, " \
+        "backend='hf', flavor='t4-small')" in result["eval"]["next_step"]
     entry = LocalRegistry().get("remote-sft", result["registry_version"])
     assert entry.hub_repo == "alice/remote-sft" and entry.hub_commit == "abc123" and entry.job_id == job_id
     card = hub.state.repos["alice/remote-sft"]["files"]["README.md"].decode()
@@ -134,7 +137,7 @@ def test_preflight_quotes_the_configs_flavor_and_timeout_and_run_asks_for_the_ye
     """A config that names a GPU flavor is quoted at that flavor for its own timeout, and `tunepack run` of it
     with no terminal and no --yes starts nothing (the job section is the placement, not a local run)."""
     cfg = config(tmp_path, job={"backend": "hf", "flavor": "a10g-small", "timeout_s": 7200},
-                 output={"name": "remote-gpu"})
+                 output={"name": "remote-gpu"}, eval={"tasks": ["humaneval"], "limit": 4})
     path = tmp_path / "gpu.yaml"
     path.write_text(json.dumps(cfg.model_dump(mode="json")))
     done = run_cli("preflight", str(path), "--no-smoke", "--json", timeout=120)
@@ -142,6 +145,9 @@ def test_preflight_quotes_the_configs_flavor_and_timeout_and_run_asks_for_the_ye
     cost = report["cost"]
     assert (cost["backend"], cost["flavor"], cost["timeout_s"]) == ("hf", "a10g-small", 7200), cost
     assert cost["needs_approval"] and cost["worst_case_usd"] == round(cost["price_per_hour_usd"] * 2, 2) > 1
+    # the eval is not skipped unsaid: on HF it is a job of its own after training, said before spending
+    (eval_time,) = [c for c in report["checks"] if c["name"] == "eval_time"]
+    assert "run as their own job (eval_start" in eval_time["detail"] and eval_time["status"] == "pass"
     refused = run_cli("run", str(path), timeout=120)
     assert refused.returncode != 0 and "a10g-small" in refused.stderr, refused.stderr[-2000:]
     assert not hub.requests("POST", "/api/jobs/alice") and "alice/remote-gpu" not in hub.state.repos

@@ -138,8 +138,18 @@ def test_c_the_eval_job_scores_base_and_adapter_from_the_hub_repo(trained):
     assert "[tunepack] sandbox: confined" in log
     scores = result["tasks"][0]["scores"]
     assert set(scores) == {"base", "adapter"} and all(0 <= s <= 1 for s in scores.values())
-    card = Path(api(hub).hf_hub_download(entry.hub_repo, "README.md")).read_text()
-    assert "humaneval" in card.lower() and evaluated
+    # the Hub's card carries the eval's own table (not the placeholder), and the results file beside it
+    assert [h["repo_id"] for h in evaluated["hub_card"]] == [entry.hub_repo] and evaluated["hub_card"][0]["commit"]
+    card = Path(api(hub).hf_hub_download(entry.hub_repo, "README.md", revision=evaluated["hub_card"][0]["commit"]))
+    text = card.read_text()
+    assert evaluated["table"] in text and "Not evaluated yet" not in text
+    from huggingface_hub import ModelCard
+
+    (indexed,) = ModelCard(text).data.eval_results  # what the Hub shows and ranks: the adapter's clean score
+    assert indexed.metric_value == round(scores["adapter"], 4) and indexed.metric_type == "pass@1"
+    on_hub = json.loads(Path(api(hub).hf_hub_download(entry.hub_repo, "eval_results.json",
+                                                      revision=evaluated["hub_card"][0]["commit"])).read_text())
+    assert on_hub["tasks"][0]["scores"] == scores
 
 
 def sweep_spec(world, tmp_path, project: str, grid: dict, **extra) -> dict:

@@ -20,6 +20,7 @@ from ..config.eval_section import CODE_TASKS, NEXT_ACTION, EvalSection
 from ..errors import EvalError, TunepackError
 from ..jobs.markers import emit, parse_line
 from ..registry import AdapterVersion, LocalRegistry, read_manifest
+from ..registry.hub import hub_repos, push_eval
 from ..registry.lineage import ancestors
 from .kit.scorenames import scores_by_name
 from .render import build_spec, next_action_spec, write_eval_script
@@ -170,7 +171,10 @@ def record(run: dict, results: dict) -> dict:
     path = registry.record_eval(entry, results)
     card = Path(entry.card_path).read_text(encoding="utf-8")
     registry.update_card(entry, apply_to_card(card, results, name=entry.name))
-    return summarize(results, entry, path)
+    summary = summarize(results, entry, path)
+    if hub_repos(entry) and not results.get("partial"):  # the card people read is the Hub's: it gets the table too
+        summary["hub_card"] = push_eval(entry)
+    return summary
 
 
 def summarize(results: dict, entry: AdapterVersion | None = None, path: str | None = None) -> dict:

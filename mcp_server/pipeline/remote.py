@@ -141,6 +141,12 @@ def _record_remote_run(backend: JobBackend, info, job_id: str) -> dict:
               "hub_commit": last["hub_commit"], "card_commit": card_commit, "steps": last["steps"],
               "first_loss": last["first_loss"], "last_loss": last["last_loss"], "trackio": imported,
               "finished_at": time.time()}
+    tasks = (manifest["config"].get("eval") or {}).get("tasks") or []
+    if tasks:  # an HF training job trains and pushes; the eval is a job of its own, never skipped unsaid
+        result["eval"] = {"tasks": tasks, "ran": False, "next_step": (
+            f"the config's eval.tasks ({', '.join(tasks)}) run as their own job after an HF training run: "
+            f"eval_start(name='{entry.name}', version={entry.version}, backend='hf', flavor='{info.flavor}') "
+            "(paid, quoted), or backend='local' on this machine; the results go to the Hub card too")}
     return result
 
 

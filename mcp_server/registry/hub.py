@@ -156,6 +156,38 @@ def upload_dataset(files: list[str], repo_id: str, *, private: bool = True) -> s
     return commit.oid
 
 
+def hub_repos(entry: AdapterVersion) -> list[str]:
+    """The Hub repos that hold this version: where it was trained (an HF job's output repo) and where it was
+    published since."""
+    record = Path(entry.path) / "hub.json"
+    published = list(json.loads(record.read_text())) if record.is_file() else []
+    return list(dict.fromkeys([*([entry.hub_repo] if entry.hub_repo else []), *published]))
+
+
+def push_eval(entry: AdapterVersion) -> list[dict]:
+    """The version's card (with its eval table and model-index) and ``eval_results.json`` on every Hub repo
+    that holds it, one commit each: ``[{repo_id, commit}]``, or ``[{repo_id, error}]`` where the Hub refused."""
+    from huggingface_hub import CommitOperationAdd
+
+    folder = Path(entry.path)
+    manifest_path = folder / "tunepack_manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    card = hub_card(Path(entry.card_path).read_text(encoding="utf-8"), manifest, entry.name)
+    operations = [CommitOperationAdd("README.md", card.encode())]
+    if (folder / "eval_results.json").is_file():
+        operations.append(CommitOperationAdd("eval_results.json", str(folder / "eval_results.json")))
+    pushed = []
+    for repo_id in hub_repos(entry):
+        try:
+            commit = hf_auth.api().create_commit(repo_id, operations, commit_message=f"tunepack: eval of "
+                                                 f"{entry.name} v{entry.version}")
+            pushed.append({"repo_id": repo_id, "commit": commit.oid})
+        except Exception as exc:  # noqa: BLE001 - the eval is recorded here whatever the Hub says; the reason is kept
+            err = hf_auth.http_error(exc, action="Uploading the eval to the model card", repo_id=repo_id)
+            pushed.append({"repo_id": repo_id, "error": str(err)})
+    return pushed
+
+
 def push_card(repo_id: str, card_text: str) -> str:
     """Replace the README.md of a repo (the script's own push wrote TRL's card); return the commit."""
     api = hf_auth.api()

@@ -52,10 +52,15 @@ class EvalSummary(BaseModel):
     partial: bool = Field(False, description="The eval stopped before every task finished: these are the ones that did.")
     missing: list[str] = Field(default_factory=list, description="Tasks with no result (the eval stopped first).")
     error: str | None = Field(None, description="Why the eval stopped early, when it did.")
+    hub_card: list[dict] | None = Field(None, description="The Hub repos whose card got the table (commit or error).")
     next_step: str = ""
 
 
 def _next_step(summary: dict) -> str:
+    unsent = [h for h in summary.get("hub_card") or [] if "error" in h]
+    if unsent:
+        return (f"the eval is recorded here, but the Hub card of {unsent[0]['repo_id']} did not get it "
+                f"({unsent[0]['error']}): registry_publish of this version to that repo sends it again")
     if summary.get("partial"):
         return (f"the eval stopped before {', '.join(summary['missing'])}; the finished tasks are recorded: "
                 "start those tasks again with eval_start (a smaller eval.limit, or a longer timeout_s)")
