@@ -152,6 +152,26 @@ def test_c_the_eval_job_scores_base_and_adapter_from_the_hub_repo(trained):
     assert on_hub["tasks"][0]["scores"] == scores
 
 
+def test_c2_publishing_an_hf_trained_version_carries_its_adapter(trained):
+    """The version an HF job trained has its weights in the job's output repo, not here: `tunepack registry
+    publish` takes them from there at the recorded commit (it pushed a repo with no adapter)."""
+    from support.common import run_cli
+
+    hub, project = trained["hub"], trained["project"]
+    entry = LocalRegistry().get(project)
+    target = f"alice/{project}-pub"
+    done = run_cli("registry", "publish", entry.name, "--version", str(entry.version), "--repo", target, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+    pushed = json.loads(done.stdout)
+    assert {"adapter_model.safetensors", "adapter_config.json", "README.md"} <= set(pushed["files"])
+    client = api(hub)
+    source = client.hf_hub_download(entry.hub_repo, "adapter_model.safetensors", revision=entry.hub_commit)
+    copy = client.hf_hub_download(target, "adapter_model.safetensors", revision=pushed["commit"])
+    assert Path(source).read_bytes() == Path(copy).read_bytes()
+    card = Path(client.hf_hub_download(target, "README.md", revision=pushed["commit"])).read_text()
+    assert "Not evaluated yet" not in card  # test_c's eval is on the published card too
+
+
 def sweep_spec(world, tmp_path, project: str, grid: dict, **extra) -> dict:
     base = load_config(hf_twin(tmp_path, project, **extra.pop("twin", {}))).model_dump(mode="json")
     return {"name": project[:40], "base": base, "backend": "hf", "flavor": "cpu-basic", "timeout_s": 3600,

@@ -103,6 +103,8 @@ def publish(entry: AdapterVersion, repo_id: str, *, private: bool = True,
         for item in folder.iterdir():
             if item.name not in SKIP and not item.name.startswith("."):
                 (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
+        if not (staging / "adapter_config.json").is_file():
+            _weights_from_hub(entry, staging)  # an HF-trained version: its weights are in its job's output repo
         (staging / "README.md").write_text(hub_card(card, manifest, entry.name, eval_results), encoding="utf-8")
         result = push_folder(staging, repo_id, private=private, what="the adapter",
                              message=f"tunepack: {entry.name} v{entry.version}")
@@ -111,6 +113,34 @@ def publish(entry: AdapterVersion, repo_id: str, *, private: bool = True,
     records[repo_id] = {**result.model_dump(exclude={"reused"}), "content": content}
     record_path.write_text(json.dumps(records, indent=2))
     return result
+
+
+def _weights_from_hub(entry: AdapterVersion, staging: Path) -> None:
+    """The adapter files of a version that lives only on the Hub (trained by an HF job), at the commit the
+    registry recorded; a version with weights nowhere is refused before anything is pushed."""
+    if not entry.hub_repo:
+        raise hf_auth.HubError(f"{entry.name} v{entry.version} has no adapter weights in {entry.path} and no Hub "
+                               "repo that holds them.", "publish a version that finished training (registry_list).")
+    from huggingface_hub import snapshot_download
+
+    try:
+        got = Path(snapshot_download(entry.hub_repo, revision=entry.hub_commit, allow_patterns=ADAPTER_FILES,
+                                     local_dir=staging / ".weights"))
+    except Exception as exc:
+        raise hf_auth.http_error(exc, action=f"Reading the adapter of {entry.name} v{entry.version}",
+                                 repo_id=entry.hub_repo) from None
+    if not (got / "adapter_config.json").is_file():
+        raise hf_auth.HubError(f"{entry.hub_repo}@{(entry.hub_commit or '')[:12]} holds no adapter_config.json: "
+                               f"{entry.name} v{entry.version} has no adapter to publish.",
+                               "train it again, or publish another version (registry_list).")
+    for item in got.iterdir():
+        if not item.name.startswith("."):
+            shutil.move(str(item), staging / item.name)
+    shutil.rmtree(got, ignore_errors=True)
+
+
+ADAPTER_FILES = ["adapter_config.json", "adapter_model.safetensors", "adapter_model.bin", "tokenizer*",
+                 "special_tokens_map.json", "chat_template.*"]
 
 
 def push_folder(folder: Path, repo_id: str, *, private: bool, message: str, what: str) -> HubPush:
