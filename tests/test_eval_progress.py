@@ -9,7 +9,7 @@ import json
 import time
 
 from mcp_server.jobs import JobInfo, JobSpec, get_backend
-from mcp_server.jobs.base import failure_fix
+from mcp_server.jobs.base import failure_error, failure_fix
 from mcp_server.jobs.views import describe
 
 
@@ -26,6 +26,16 @@ def test_a_failed_job_gets_the_fix_for_its_kind():
     assert "pipeline_preflight again" in failure_fix(job_info(labels={"stage": "preflight"}))
     assert "eval.sandbox" in failure_fix(job_info(labels={"stage": "eval"}))
     assert "per_device_train_batch_size" in failure_fix(job_info(labels={"stage": "train"}))
+
+
+def test_a_cancelled_run_is_a_cancel_whatever_its_script_said_as_it_stopped():
+    """A training script stopped by a cancel may print its own error on the way out; the job was cancelled, and
+    that is what the person is told (not the script's crash and its out-of-memory advice)."""
+    log = 'TUNEPACK_ERROR {"problem": "The training script failed.", "fix": "lower the batch size (out of memory)"}\n'
+    err = failure_error(job_info(stage="CANCELED", exit_code=None, labels={"stage": "train"}), log)
+    assert "was cancelled" in err.problem and "nothing to fix" in err.fix and "memory" not in str(err)
+    crashed = failure_error(job_info(labels={"stage": "train"}), log)  # the same log from a job that failed
+    assert crashed.problem.startswith("The training script failed.") and "out of memory" in crashed.fix
 
 
 def test_an_eval_jobs_markers_are_its_progress(tmp_path):

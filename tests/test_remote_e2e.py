@@ -143,6 +143,7 @@ def test_c_the_eval_job_scores_base_and_adapter_from_the_hub_repo(trained):
     card = Path(api(hub).hf_hub_download(entry.hub_repo, "README.md", revision=evaluated["hub_card"][0]["commit"]))
     text = card.read_text()
     assert evaluated["table"] in text and "Not evaluated yet" not in text
+    assert f'from_pretrained("{entry.hub_repo}")' in text  # the usage snippet names the repo, no placeholder
     from huggingface_hub import ModelCard
 
     (indexed,) = ModelCard(text).data.eval_results  # what the Hub shows and ranks: the adapter's clean score
@@ -170,6 +171,7 @@ def test_c2_publishing_an_hf_trained_version_carries_its_adapter(trained):
     assert Path(source).read_bytes() == Path(copy).read_bytes()
     card = Path(client.hf_hub_download(target, "README.md", revision=pushed["commit"])).read_text()
     assert "Not evaluated yet" not in card  # test_c's eval is on the published card too
+    assert f'from_pretrained("{target}")' in card and "PATH_OR_REPO" not in card  # its usage loads from it
 
 
 def sweep_spec(world, tmp_path, project: str, grid: dict, **extra) -> dict:
@@ -366,3 +368,4 @@ def test_g_the_grpo_rl_check_runs_as_an_hf_job_on_the_runs_flavor(jobs_hub, tmp_
     assert rl["train_prompts"] == 7 and rl["signal"]["groups"] == 2 and rl["sandbox"]
     assert job["status"]["stage"] == "ERROR" and "mixed rewards" in found["ERROR"][-1]["problem"]
     assert not found.get("METRIC")  # checked, not trained
+

@@ -136,6 +136,8 @@ def failure_error(info: JobInfo, log_text: str, found: dict[str, list[dict]] | N
 
     errors = (found if found is not None else parse(log_text)).get("ERROR", [])
     where = f" (job {info.id}; full log: {info.log_path or info.url})"
+    if info.stage == "CANCELED":  # whatever the script said as it was stopped, nothing failed
+        return JobError(f"Job {info.id} was cancelled before it finished{where}.", failure_fix(info))
     if errors:
         last = errors[-1]
         cls = {"data": DataError, "config": ConfigError}.get(last.get("kind", ""), JobError)

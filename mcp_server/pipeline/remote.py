@@ -135,7 +135,7 @@ def _record_remote_run(backend: JobBackend, info, job_id: str) -> dict:
         name, manifest=manifest, hub_repo=last["hub_repo"], hub_commit=last["hub_commit"], run_name=run, job_id=job_id,
         card=lambda version: render_card(manifest, summary, name=name, version=version))
     card = Path(entry.card_path).read_text(encoding="utf-8")
-    card_commit = push_card(last["hub_repo"], hub_card(card, manifest, name))
+    card_commit = push_card(last["hub_repo"], hub_card(card, manifest, name, repo_id=last["hub_repo"]))
     result = {"run_name": run, "registry_name": entry.name, "registry_version": entry.version,
               "adapter_path": entry.path, "card_path": entry.card_path, "hub_repo": last["hub_repo"],
               "hub_commit": last["hub_commit"], "card_commit": card_commit, "steps": last["steps"],

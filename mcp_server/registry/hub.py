@@ -44,8 +44,15 @@ def _content_hash(folder: Path) -> str:
     return digest.hexdigest()
 
 
-def hub_card(body_markdown: str, manifest: dict, name: str, eval_results: list[dict] | None = None) -> str:
-    """The card text with Hub metadata: base_model, datasets, library_name, tags and model-index."""
+USE_PLACEHOLDER = "PATH_OR_REPO_OF_THIS_ADAPTER"  # the local card's usage snippet, until the adapter has a repo
+
+
+def hub_card(body_markdown: str, manifest: dict, name: str, eval_results: list[dict] | None = None,
+             repo_id: str | None = None) -> str:
+    """The card text with Hub metadata: base_model, datasets, library_name, tags and model-index; with
+    ``repo_id``, its usage snippet loads from that repo."""
+    if repo_id:
+        body_markdown = body_markdown.replace(USE_PLACEHOLDER, repo_id)
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
     config = manifest.get("config", {})
@@ -105,7 +112,8 @@ def publish(entry: AdapterVersion, repo_id: str, *, private: bool = True,
                 (shutil.copytree if item.is_dir() else shutil.copy2)(item, staging / item.name)
         if not (staging / "adapter_config.json").is_file():
             _weights_from_hub(entry, staging)  # an HF-trained version: its weights are in its job's output repo
-        (staging / "README.md").write_text(hub_card(card, manifest, entry.name, eval_results), encoding="utf-8")
+        (staging / "README.md").write_text(hub_card(card, manifest, entry.name, eval_results, repo_id=repo_id),
+                                           encoding="utf-8")
         result = push_folder(staging, repo_id, private=private, what="the adapter",
                              message=f"tunepack: {entry.name} v{entry.version}")
     finally:
@@ -202,12 +210,12 @@ def push_eval(entry: AdapterVersion) -> list[dict]:
     folder = Path(entry.path)
     manifest_path = folder / "tunepack_manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    card = hub_card(Path(entry.card_path).read_text(encoding="utf-8"), manifest, entry.name)
-    operations = [CommitOperationAdd("README.md", card.encode())]
-    if (folder / "eval_results.json").is_file():
-        operations.append(CommitOperationAdd("eval_results.json", str(folder / "eval_results.json")))
+    card = Path(entry.card_path).read_text(encoding="utf-8")
     pushed = []
     for repo_id in hub_repos(entry):
+        operations = [CommitOperationAdd("README.md", hub_card(card, manifest, entry.name, repo_id=repo_id).encode())]
+        if (folder / "eval_results.json").is_file():
+            operations.append(CommitOperationAdd("eval_results.json", str(folder / "eval_results.json")))
         try:
             commit = hf_auth.api().create_commit(repo_id, operations, commit_message=f"tunepack: eval of "
                                                  f"{entry.name} v{entry.version}")
