@@ -7,7 +7,9 @@ The world: the Hub holds a Gemma 4 replica under the tutorial's model id and a d
 
 from __future__ import annotations
 
+import datetime
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -73,13 +75,14 @@ def trained(replica, tmp_path_factory):
         seed_sessions(hub, tmp)
         project = unique("e2e-twin")
         cfg = load_config(hf_twin(tmp, project, steps=6, save_steps=2))
+        started_at = time.time()
         started = start_pipeline(cfg, backend=get_backend("hf"), timeout_s=3600, flavor="a10g-small",
                                  consent=Consent.keyboard(yes=True))
         job = finished(hub, started.job.id)
         backend = get_backend("hf")
         settled = settle(backend, backend.status(started.job.id))
         yield {"hub": hub, "project": project, "job": job, "settled": settled, "run": started.run_name,
-               "model_commit": model_commit, "started": started}
+               "model_commit": model_commit, "started": started, "started_at": started_at}
     mp.undo()
 
 
@@ -115,6 +118,15 @@ def test_a_the_tutorials_twin_trains_on_hf_and_settles(trained):
     # (f) without a Space, the curve is imported into the local Trackio project, one value per step
     assert registered["trackio"]["imported_steps"] == 6
     assert trained_steps(project, trained["run"]) == [1, 2, 3, 4, 5, 6]
+    # each point carries the time the job logged it (they were all the import's time): within the job's run
+    from trackio.sqlite_storage import SQLiteStorage
+
+    stamps = [row["timestamp"] for row in SQLiteStorage.get_logs(project, trained["run"]) if "loss" in row]
+    imported_at = registered["finished_at"]
+    times = [(s if not isinstance(s, str) else datetime.datetime.fromisoformat(s)).timestamp()
+             for s in stamps]
+    assert len(times) == 6 and times == sorted(times) and len(set(times)) == 6
+    assert all(trained["started_at"] <= t < imported_at for t in times)
     assert settle(get_backend("hf"), get_backend("hf").status(job["id"]))["registered"] == registered  # once
 
 

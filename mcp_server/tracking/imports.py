@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+from datetime import datetime, timezone
 
 from .store import MetricPoint, TrackioStore
 
@@ -26,7 +27,8 @@ def merge_attempts(attempts: list[list[MetricPoint]]) -> list[MetricPoint]:
     for points in attempts:
         mine: dict[int, MetricPoint] = {}
         for point in points:
-            mine.setdefault(point.step, MetricPoint(step=point.step, values={})).values.update(point.values)
+            joined = mine.setdefault(point.step, MetricPoint(step=point.step, values={}, logged_at=point.logged_at))
+            joined.values.update(point.values)
         by_step.update(mine)
     return [by_step[s] for s in sorted(by_step)]
 
@@ -48,7 +50,9 @@ def import_curve(project: str, run: str, points: list[MetricPoint], config: dict
     new = [p for p in points if p.step not in held_steps(project, run)]
     if not new:
         return 0
+    now = datetime.now(timezone.utc).isoformat()  # a line from a script that did not stamp it (older runs)
+    times = [datetime.fromtimestamp(p.logged_at, timezone.utc).isoformat() if p.logged_at else now for p in new]
     with _lock, contextlib.redirect_stdout(sys.stderr):
         sqlite_storage.SQLiteStorage.bulk_log(project, run, [p.values for p in new], steps=[p.step for p in new],
-                                              config=config)
+                                              timestamps=times, config=config)
     return len(new)

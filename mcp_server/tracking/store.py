@@ -24,6 +24,7 @@ from ..home import trackio_dir
 class MetricPoint(BaseModel):
     step: int
     values: dict[str, float]
+    logged_at: float | None = None  # when the training script logged it (seconds since the epoch)
 
 
 class RunSummary(BaseModel):
@@ -104,10 +105,11 @@ def points_from_metric_lines(records: list[dict]) -> list[MetricPoint]:
     """MetricPoints from the TUNEPACK_METRIC lines of a job log (remote jobs have no local Trackio)."""
     points = []
     for record in records:
-        values = {k: float(v) for k, v in record.items() if k not in ("step", "max_steps")
+        values = {k: float(v) for k, v in record.items() if k not in ("step", "max_steps", "logged_at")
                   and isinstance(v, (int, float)) and not isinstance(v, bool)}
         if values:
-            points.append(MetricPoint(step=int(record.get("step", 0)), values=values))
+            points.append(MetricPoint(step=int(record.get("step", 0)), values=values,
+                                      logged_at=record.get("logged_at")))
     return points
 
 
