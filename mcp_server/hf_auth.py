@@ -57,6 +57,10 @@ def http_error(exc: Exception, *, action: str, namespace: str | None = None, job
         need = "job.write" if "job" in action.lower() else "repo.write"
         return HubError(f"{action} failed: the token lacks {need} permission on '{where}' (403).",
                         f"ask the human for a token with {need} on '{where}', or use a namespace the token can write.")
+    if status == 404 and type(exc).__name__ == "RevisionNotFoundError":  # the repo is there; the revision is not
+        return HubError(f"{action} failed: {repo_id or 'the repo'} has no such revision (404).",
+                        "set model.revision (data.revision for a dataset) to a branch, tag or commit that exists "
+                        f"in {repo_id or 'the repo'}, or leave it out for main.")
     if status == 404:
         what = f"job '{job_id}'" if job_id else (f"repo '{repo_id}'" if repo_id else "the resource")
         return HubError(f"{action} failed: {what} was not found (404).",

@@ -182,3 +182,24 @@ def test_jobs_status_from_the_cli_settles_a_finished_remote_run(hub, tmp_path):
     assert view["job"]["stage"] == "COMPLETED" and view["outcome"]["registered"]["hub_commit"] == "abc123"
     assert LocalRegistry().get("remote-status").hub_repo == "alice/remote-sft"  # recorded, as jobs_status does
     assert Budget().status("remote-status").open_charges == 0  # and the charge settled
+
+
+def test_a_missing_revision_is_named_as_a_revision_not_a_missing_repo(hub, tmp_path):
+    """model.revision that the repo lacks: the error says the revision, with the key to change (it said the repo
+    was not found, with a fix about listing jobs)."""
+    from huggingface_hub import HfApi
+
+    from mcp_server.errors import HubError
+    from mcp_server.jobs.cache import pinned_commit
+
+    api = HfApi(endpoint=hub.endpoint, token=hub.state.token)
+    api.create_repo("alice/base-model", private=True)
+    (tmp_path / "config.json").write_text("{}")
+    api.upload_file(path_or_fileobj=str(tmp_path / "config.json"), path_in_repo="config.json", repo_id="alice/base-model")
+    assert pinned_commit("alice/base-model", None)  # main resolves
+    with pytest.raises(HubError) as missing_revision:
+        pinned_commit("alice/base-model", "no-such-branch")
+    assert "has no such revision" in missing_revision.value.problem and "model.revision" in missing_revision.value.fix
+    with pytest.raises(HubError) as missing_repo:
+        pinned_commit("alice/no-such-model", None)
+    assert "was not found" in missing_repo.value.problem

@@ -210,6 +210,12 @@ def cmd_preflight(args) -> None:
         backend = get_backend("local")
         info = follow(backend, report.smoke_job.id, None if args.json else progress(False), cancel=True)
         report = report.model_copy(update={"smoke_job": info})
+    if report.remote_job and args.wait:  # backend hf: its mask check as an HF job; the verdict is its own
+        from ..pipeline.preflight import settle_remote_check
+
+        hf = get_backend("hf")
+        info = follow(hf, report.remote_job.id, None, cancel=True)
+        report = settle_remote_check(report, info, hf.logs(info.id))
     if args.json:
         print_json(report.model_dump(mode="json"))
     else:

@@ -312,6 +312,29 @@ def _start_remote_check(cfg: TrainConfig, checks: list[Check], flavor: str | Non
     return job, None
 
 
+def settle_remote_check(report: PreflightReport, info: JobInfo, log_text: str) -> PreflightReport:
+    """The report once its HF mask-check job has ended: ``remote_mask_check`` pass (its TUNEPACK_MASK line, with
+    what it checked) or fail (the job's own error), ``ok`` and the next step following; a job still running
+    leaves it pending."""
+    from ..jobs import failure_error, markers
+
+    if not info.done:
+        return report
+    found = markers.parse(log_text).get("MASK", [])
+    if info.stage == "COMPLETED" and found:
+        mask = found[-1]
+        check = Check(name="remote_mask_check", status="pass", detail=f"HF job {info.id}: the real tokenizer and "
+                      f"the data at their pinned commits; {mask.get('rows_checked', '?')} rows mask-checked, "
+                      f"{mask.get('rows_dropped', 0)} dropped")
+    else:
+        err = failure_error(info, log_text)
+        check = Check(name="remote_mask_check", status="fail", detail=f"HF job {info.id}: {err.problem}", fix=err.fix)
+    checks = [check if c.name == "remote_mask_check" else c for c in report.checks]
+    ok = report.ok and check.status == "pass"
+    return report.model_copy(update={"checks": checks, "ok": ok, "remote_job": info,
+                                     "next_step": report.next_step if ok else RETRY})
+
+
 def rl_check(config_path: str | Path, *, flavor: str | None = None, consent: Consent | None = None) -> PreflightReport:
     """GRPO's RL check with the real model on its HF Jobs GPU (`tunepack rl-check`): the same script as the run with
     ``--rl-check`` on the run's flavor — the ceiling, the sizing, the starting model's groups — quoted, and only
