@@ -262,7 +262,16 @@ def test_grpo_with_vllm_renders_vllm_into_the_script_dependencies(tmp_path):
 
     script = render_script(parse_config(_raw(tmp_path, grpo={"generation": "vllm", "num_generations": 4})))
     header = script.split("# ///", 2)[1]
-    assert '"vllm"' in header and "torch==" not in header
+    assert '"vllm>=0.22.0,<=0.31.0"' in header and "torch==" not in header  # TRL's own vllm range, not any vllm
+    # the range is the pinned TRL's vllm extra (an unbounded vllm resolved to 0.19.1 with torch 2.10 under pip)
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+
+    from mcp_server.methods.grpo import VLLM_FOR_TRL
+
+    extra = [Requirement(r) for r in importlib.metadata.requires("trl") or [] if 'extra == "vllm"' in r]
+    assert str(next(r.specifier for r in extra if r.name == "vllm")) == str(Requirement(VLLM_FOR_TRL).specifier)
     assert "class GrpoRun(Run)" in script and "def generation_plan(" in script
 
 
@@ -371,7 +380,7 @@ def test_render_for_a_flavor_prints_the_grpo_plan_and_refuses_qlora_with_vllm(tm
     plan = json.loads(done.stdout[:done.stdout.rindex("}") + 1])["grpo_plan"]
     assert plan["generation"]["use_vllm"] and plan["generation"]["vllm_mode"] == "colocate"
     assert plan["generation"]["vllm_gpu_memory_utilization"] == 0.3 and plan["precision"] == "bf16 weights, LoRA in bf16"
-    assert plan["sizing"]["prompts_per_step"] == 4 and '"vllm"' in out.read_text().split("# ///", 2)[1]
+    assert plan["sizing"]["prompts_per_step"] == 4 and '"vllm>=' in out.read_text().split("# ///", 2)[1]
     done, _ = render("t4-small", generation="vllm")
     assert "fp16 weights" in done.stdout  # no bf16 before compute capability 8.0
     done, out = render("a10g-large", generation="vllm", quantization="4bit")

@@ -12,6 +12,9 @@ from ...errors import ConfigError
 from ...train.render import EMBEDDED, ScriptParts
 from ..base import Check, Method
 
+# The vllm extra of the TRL the headers pin (trl[vllm]: vLLM versions TRL's GRPO path supports; outside it TRL
+# warns and colocate generation may break). tests/test_render.py compares it with the installed TRL's metadata.
+VLLM_FOR_TRL = "vllm>=0.22.0,<=0.31.0"
 
 class Grpo(Method):
     name = "grpo"
@@ -36,8 +39,8 @@ class Grpo(Method):
             from ...evals.render import kit_sources
 
             parts.kit = kit_sources()
-        if cfg.grpo.generation == "vllm":
-            parts.unpinned, parts.extra_pins = ("torch==", "bitsandbytes=="), ("vllm",)
+        if cfg.grpo.generation == "vllm":  # vLLM brings its own torch, within the range the pinned TRL supports
+            parts.unpinned, parts.extra_pins = ("torch==", "bitsandbytes=="), (VLLM_FOR_TRL,)
         return parts
 
     def plan(self, cfg: TrainConfig, backend: str, flavor: str | None) -> dict | None:
