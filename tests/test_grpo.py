@@ -364,6 +364,24 @@ def test_a_missing_reward_file_or_one_without_reward_is_refused_before_any_job(t
         reward_sources(load_config(path))
 
 
+def test_the_vllm_header_resolves_for_the_job_and_an_incompatible_one_is_refused_before_spending(tmp_path):
+    """GRPO with vLLM, resolved as the HF job's `uv run` will (Linux x86_64, Python 3.12), on the index as it
+    was on a fixed day: the header gets a vLLM inside TRL's range under the pinned transformers; a vLLM that needs
+    other versions than the pins does not resolve, and the reason names it."""
+    from mcp_server.jobs.resolve import resolve_header
+    from mcp_server.methods import render_script
+    from mcp_server.methods.grpo import VLLM_FOR_TRL
+    from packaging.requirements import Requirement
+
+    script = render_script(parse_config(_raw(tmp_path, grpo={"generation": "vllm", "num_generations": 4})))
+    env = resolve_header(script, exclude_newer="2026-12-05T00:00:00Z")
+    assert env.ok, env.problem
+    assert env.versions["vllm"] in Requirement(VLLM_FOR_TRL).specifier
+    assert env.versions["transformers"] == "5.25.0" and env.versions["trl"] == "1.16.0"
+    bad = resolve_header(script.replace(VLLM_FOR_TRL, "vllm==0.33.0"), exclude_newer="2026-12-05T00:00:00Z")
+    assert bad.ok is False and "vllm==0.33.0" in bad.problem and "No solution found" in bad.problem
+
+
 def test_render_for_a_flavor_prints_the_grpo_plan_and_refuses_qlora_with_vllm(tmp_path):
     def render(flavor: str, **grpo_extra):
         raw = _raw(tmp_path, model={"name": "Qwen/Qwen3-0.6B"}, grpo={"num_generations": 4, **grpo_extra})

@@ -145,6 +145,11 @@ def test_preflight_quotes_the_configs_flavor_and_timeout_and_run_asks_for_the_ye
     cost = report["cost"]
     assert (cost["backend"], cost["flavor"], cost["timeout_s"]) == ("hf", "a10g-small", 7200), cost
     assert cost["needs_approval"] and cost["worst_case_usd"] == round(cost["price_per_hour_usd"] * 2, 2) > 1
+    # the job's environment, resolved as its `uv run` will before the GPU is billed: the pinned versions
+    job_env = {c["name"]: c for c in report["checks"]}["job_env"]
+    versions = report["job_env"]["versions"]
+    assert job_env["status"] == "pass", job_env
+    assert (versions["transformers"], versions["trl"], versions["torch"]) == ("5.25.0", "1.16.0", "2.13.0")
     # the eval is not skipped unsaid: on HF it is a job of its own after training, said before spending
     (eval_time,) = [c for c in report["checks"] if c["name"] == "eval_time"]
     assert "run as their own job (eval_start" in eval_time["detail"] and eval_time["status"] == "pass"

@@ -38,6 +38,7 @@ class PreflightReport(BaseModel):
     remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
     heldout: dict | None = None  # the held-out sessions: names, turns, tool-call turns, tools (before any training)
     eval_time: dict | None = None  # eval.tasks: each task's items and expected seconds on this backend, vs the timeout
+    job_env: dict | None = None  # backend hf: the run script's header resolved for the job (versions, or why not)
     distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
     grpo: dict | None = None  # training.method grpo: rewards, monitors, sizing, generation path, start, ceiling
     approval: dict | None = None  # GRPO on a paid flavor, not yet approved: the decision (quote, approval_token)
@@ -110,6 +111,24 @@ def _job_spec_check(cfg: TrainConfig, flavor: str | None, timeout: int | None) -
         return _fail("hf_job_spec", exc)
     return Check(name="hf_job_spec", status="pass",
                  detail=f"flavor {flavor} is in the hardware list; timeout {seconds} s; names as HF Jobs reads them")
+
+
+def _job_env_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
+    """The run script's header resolved as its HF job's `uv run` will (jobs/resolve.py): the versions it gets, or
+    the reason it would fail installing them, before the GPU is billed."""
+    from ..jobs.resolve import resolve_header
+    from ..methods import render_script
+
+    try:
+        text = render_script(cfg, run_name=f"preflight-{run_name_for(cfg)}")
+    except TunepackError as exc:
+        checks.append(_fail("job_env", exc))
+        return None
+    env = resolve_header(text)
+    status = {True: "pass", False: "fail", None: "skipped"}[env.ok]
+    checks.append(Check(name="job_env", status=status, detail=env.line() if env.ok else str(env.problem),
+                        fix=env.fix))
+    return env.model_dump()
 
 
 RETRY = "fix the failed check and run preflight again"
@@ -385,6 +404,7 @@ def preflight(config_path: str | Path, *, backend: str | None = None, flavor: st
         checks.extend(remote_checks(cfg, backend))
         if backend == "hf":
             checks.append(_job_spec_check(cfg, flavor, timeout_s or cfg.job.timeout_s))
+            done["job_env"] = _job_env_check(cfg, checks)
         if any(c.status == "fail" for c in checks):
             return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     if not smoke:
