@@ -158,3 +158,36 @@ def test_a_run_from_an_adapter_whose_held_out_rows_call_nothing_is_told_its_line
 
     (turns,) = re.findall(r"scored on the (\d+) turns its lineage held out", check.fix)
     assert int(turns) >= 2  # two held-out conversations, each with a call turn and an answer turn
+
+
+def test_a_draw_that_holds_out_most_of_the_turns_fails_before_training(tmp_path):
+    """eval_fraction counts sessions: one long session drawn out of a few short ones holds out most of the turns.
+    Preflight says so with the share and the turns left to train on (a trial agent found it by hand)."""
+    from mcp_server.pipeline.preflight import preflight
+
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    for i, turns in enumerate((30, 1, 1, 1)):
+        entries = [{"type": "session", "version": 3, "id": f"s{i}", "timestamp": "t", "cwd": "/"}]
+        for n in range(2 * turns):
+            role = ("user", "assistant")[n % 2]
+            message = {"role": role, "content": [{"type": "text", "text": f"{role} {i}.{n}"}]}
+            if role == "assistant":
+                message |= {"stopReason": "stop", "model": "m"}
+            entries.append({"type": "message", "id": f"s{i}-{n}", "parentId": f"s{i}-{n - 1}" if n else None,
+                            "timestamp": "t", "message": message})
+        (folder / f"s{i}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in entries))
+    seen = set()
+    for seed in range(12):
+        config = tmp_path / "c.yaml"
+        config.write_text(f"model: {{name: tiny:gemma4}}\ndata: {{path: {folder}, eval_fraction: 0.25, "
+                          f"eval_seed: {seed}}}\neval: {{tasks: []}}\n")
+        report = preflight(config, smoke=False)
+        check = next(c for c in report.checks if c.name == "heldout")
+        long_out = report.heldout["turns"] == 30
+        seen.add(long_out)
+        assert check.status == ("fail" if long_out else "pass"), check
+        if long_out:
+            assert "30 of 33 model turns" in check.detail and "91% of the model turns held out" in check.detail
+            assert "leaving 3 to train on" in check.detail and "data.eval_sessions" in check.fix
+    assert seen == {True, False}  # both draws happened

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from ..approval import Consent, Spend, spend
 from ..config.eval_section import EvalSection
-from ..errors import EvalError
+from ..errors import EvalError, RegistryError
 from ..home import home_dir, trackio_dir
 from ..jobs import JobBackend, JobInfo, JobSpec, estimate, failure_error, get_backend, markers
 from ..registry import LocalRegistry, read_manifest
@@ -210,7 +210,13 @@ def eval_results(*, job_id: str | None = None, name: str | None = None, version:
         raise EvalError("Give a job_id, or the registry name (and version) of an evaluated adapter.",
                         "call registry_list to see adapter names.")
     registry = LocalRegistry()
-    entry = registry.get(name, version)
+    try:
+        entry = registry.get(name, version)
+    except RegistryError:
+        versions = registry.list(name)
+        if version is not None or not versions:
+            raise
+        entry = versions[-1]  # every version withdrawn: the newest one's scores are what was asked for
     results = registry.eval_results(entry)
     if results is None:
         raise EvalError(f"{entry.name} v{entry.version} has no eval results yet.",

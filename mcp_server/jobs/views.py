@@ -54,19 +54,23 @@ def describe(backend: JobBackend, job_id: str) -> JobView:
     found = parse(text)  # the log is read and parsed once
     metric = progress_of(found)
     progress = None
-    if metric:
+    evaluating = (found.get("EVALPROGRESS") or found.get("EVALPARTIAL")) and (not metric or found.get("REGISTERED"))
+    if metric and not evaluating:  # a pipeline job's eval, after training, shows the eval's progress
         losses = [m for m in found.get("METRIC", []) if "loss" in m]
         evals = [m for m in found.get("METRIC", []) if "eval_loss" in m]
         progress = Progress(step=metric["step"], max_steps=metric.get("max_steps"),
                             loss=losses[-1]["loss"] if losses else None,
                             eval_loss=evals[-1]["eval_loss"] if evals else None)
-    elif found.get("EVALPROGRESS") or found.get("EVALPARTIAL"):
+    elif evaluating:
         at = (found.get("EVALPROGRESS") or [{}])[-1]
         progress = Progress(**{k: at.get(k) for k in ("task", "model", "done", "total", "eta_s")},
                             tasks_done=(found.get("EVALPARTIAL") or [{}])[-1].get("done"))
     outcome = next((found[k][-1] for k in OUTCOME_MARKERS if found.get(k)), None)
     if outcome and "manifest" in outcome:  # remote runs carry their whole manifest: too big for a result
         outcome = {k: v for k, v in outcome.items() if k != "manifest"}
+    evaluated = found["EVALUATED"][-1] if found.get("REGISTERED") and found.get("EVALUATED") else None
+    if outcome is not None and evaluated:  # a pipeline job's own eval: its table, and a withdrawal said plainly
+        outcome = {**outcome, "eval_table": evaluated.get("table"), "withdrawn": evaluated.get("withdrawn")}
     error = None
     if info.stage in ("ERROR", "CANCELED"):
         error = str(failure_error(info, text, found))
@@ -74,6 +78,10 @@ def describe(backend: JobBackend, job_id: str) -> JobView:
            "RUNNING": "call jobs_wait (up to 50 s per call) or jobs_logs",
            "COMPLETED": "done; read the outcome", "ERROR": "read the error, fix, and resubmit",
            "CANCELED": "canceled"}.get(info.stage, "")
+    if info.stage == "COMPLETED" and outcome and outcome.get("withdrawn"):
+        nxt = (f"{outcome.get('registry_name')} v{outcome.get('registry_version')} was trained, evaluated and then "
+               f"withdrawn (output.register_when: beats_base): it {outcome['withdrawn']}. Tell the user; the scores "
+               "are in outcome.eval_table")
     return JobView(job=info, progress=progress, outcome=outcome, error=error, next_step=nxt)
 
 

@@ -193,6 +193,13 @@ def heldout_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
         checks.append(Check(name="heldout", status="fail", detail=heldout_summary_line(summary) + (
             ": next-action would score no call"), fix="hold out more sessions (a larger data.eval_fraction, another "
             "data.eval_seed) or name sessions that call tools in data.eval_sessions" + lineage))
+    elif (data.eval_fraction and not summary["named"] and summary.get("of_turns")
+          and summary["turns"] > max(0.5, 2 * data.eval_fraction) * summary["of_turns"]):
+        share = summary["turns"] / summary["of_turns"]  # a few long sessions: the draw took most of the data
+        checks.append(Check(name="heldout", status="fail", detail=heldout_summary_line(summary) + (
+            f": {share:.0%} of the model turns held out (data.eval_fraction {data.eval_fraction} counts sessions), "
+            f"leaving {summary['of_turns'] - summary['turns']} to train on"),
+            fix="name smaller sessions in data.eval_sessions, or try another data.eval_seed"))
     else:
         checks.append(Check(name="heldout", status="pass", detail=heldout_summary_line(summary)))
     return summary

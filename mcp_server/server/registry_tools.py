@@ -58,9 +58,14 @@ def registry_list(name: Annotated[str | None, Field(description="Only this adapt
             f"the registry ({registry.root}) is empty: a finished pipeline_run or sweep run registers its adapter; "
             "start one with pipeline_preflight, then pipeline_run"))
     shown = sorted(versions, key=lambda v: v.created_at)[-15:]
+    kept = [v for v in shown if not v.withdrawn]
+    if not kept:
+        return VersionList(result=shown, total=len(versions), next_step=(
+            "every version shown is withdrawn (it did not beat the base): nothing here to publish; eval_results "
+            f"(name='{shown[-1].name}', version={shown[-1].version}) shows its scores"))
     return VersionList(result=shown, total=len(versions), next_step=(
-        f"evaluate one with eval_start(name='{shown[-1].name}', version={shown[-1].version}), "
-        "or publish it with registry_publish"))
+        f"evaluate one with eval_start(name='{kept[-1].name}', version={kept[-1].version}), "
+        "or publish a version that is not withdrawn with registry_publish"))
 
 
 @guarded

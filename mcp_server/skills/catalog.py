@@ -87,9 +87,15 @@ def _missing_toolsets(name: str, served: tuple[str, ...]) -> str:
     missing = [t for t in wanted if t not in served]
     if not missing:
         return ""
+    from ..harness.toolsets import TOOLSETS
+
+    text = (skill_dir(name) / "SKILL.md").read_text(encoding="utf-8")
+    named = [tool for t in missing for tool in TOOLSETS.get(t, ()) if re.search(rf"\b{tool}\b", text)]
+    missing = [t for t in missing if set(TOOLSETS.get(t, ())) & set(named)] or missing  # only those it names
     extra = ",".join(missing)
-    return (f"[This skill also names tools of the toolset(s) {', '.join(missing)}, which this server does not serve "
-            f"(it serves {', '.join(served)}). Each step with such a tool gives its `tunepack` CLI line; for the "
+    return (f"[This skill also names {', '.join(named) or 'tools'} (toolset(s) {', '.join(missing)}), which this "
+            f"server does not serve (it serves {', '.join(served)}; every other tool the skill names is served). "
+            "Each step with such a tool gives its `tunepack` CLI line; for the "
             f"tools themselves, restart the server with `tunepack serve --toolsets {','.join(served)},{extra}` "
             f"(or TUNEPACK_TOOLSETS={','.join(served)},{extra}).]\n\n")
 

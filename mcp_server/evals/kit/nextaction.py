@@ -127,8 +127,9 @@ def heldout_summary(rows: list[dict], record: dict, names: int = 12) -> dict:
     tools = Counter(c.name for t in turns for c in t.reference[:1])
     shown = [min((n for n in heldout_names(g["id"]) if not n.startswith("session:")), key=len, default=g["id"])
              for g in record["groups"]]
+    every = sum(len(row_turns(row, group_key(row, column))) for row in rows)
     return {"sessions": len(record["groups"]), "of": record["total_groups"], "names": shown[:names],
-            "rows": len(held), "turns": len(turns), "call_turns": sum(1 for t in turns if t.reference),
+            "rows": len(held), "turns": len(turns), "of_turns": every, "call_turns": sum(1 for t in turns if t.reference),
             "tools": dict(tools.most_common()), "seed": record["seed"], "named": bool(record.get("named"))}
 
 
@@ -136,7 +137,8 @@ def heldout_summary_line(summary: dict) -> str:
     names = ", ".join(summary["names"]) + (" …" if summary["sessions"] > len(summary["names"]) else "")
     tools = ", ".join(f"{name} {n}" for name, n in list(summary["tools"].items())[:6]) or "none"
     how = "named in data.eval_sessions" if summary["named"] else f"drawn with data.eval_seed {summary['seed']}"
-    return (f"held out {summary['sessions']} of {summary['of']} sessions ({how}: {names}): {summary['turns']} "
+    of = f" of {summary['of_turns']}" if summary.get("of_turns") else ""
+    return (f"held out {summary['sessions']} of {summary['of']} sessions ({how}: {names}): {summary['turns']}{of} "
             f"model turns, {summary['call_turns']} with a tool call; first calls by tool: {tools}")
 
 
