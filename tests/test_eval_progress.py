@@ -65,6 +65,35 @@ def test_an_eval_jobs_markers_are_its_progress(tmp_path):
         backend.cancel(job.id)
 
 
+def test_a_pipeline_jobs_view_shows_its_eval_and_a_withdrawal_after_training(tmp_path):
+    """A pipeline job trains, registers, then evaluates: once registered its progress is the eval's; at the end
+    the outcome carries the eval table, and a version register_when withdrew is said to be withdrawn."""
+    script = tmp_path / "pipeline.py"
+    records = [("METRIC", {"step": 10, "max_steps": 10, "loss": 1.0}),
+               ("REGISTERED", {"registry_name": "line", "registry_version": 3, "adapter_path": "/x"}),
+               ("EVALPROGRESS", {"task": "next-action", "model": "adapter", "done": 5, "total": 20, "eta_s": 9.0}),
+               ("EVALUATED", {"table": "| task | base | adapter |", "withdrawn": "does not beat the base: x"})]
+    script.write_text("import json, sys\nstep = sys.argv[1]\n" + "".join(
+        f"print('TUNEPACK_{kind} ' + json.dumps({body!r}), flush=True)\n" + ("" if kind != "EVALPROGRESS" else
+        "import time\nif step == 'eval': time.sleep(30)\n") for kind, body in records))
+    backend = get_backend("local")
+    running = backend.submit(JobSpec(script=str(script), name="pipeline", args=["eval"], labels={"stage": "train"}))
+    try:
+        for _ in range(100):
+            view = describe(backend, running.id)
+            if view.progress is not None and view.progress.task:
+                break
+            time.sleep(0.1)
+        assert (view.progress.task, view.progress.done, view.progress.total) == ("next-action", 5, 20)
+    finally:
+        backend.cancel(running.id)
+    done = backend.submit(JobSpec(script=str(script), name="pipeline", args=["end"], labels={"stage": "train"}))
+    backend.wait(done.id, timeout_s=60)
+    view = describe(backend, done.id)
+    assert view.outcome["registry_version"] == 3 and view.outcome["eval_table"] == "| task | base | adapter |"
+    assert view.outcome["withdrawn"] and "line v3 was trained, evaluated and then withdrawn" in view.next_step
+
+
 def test_the_kit_reports_each_finished_task_with_the_missing_ones(monkeypatch):
     """run_eval calls back after each task of each model: before the end only the tasks every model finished,
     with the rest named as missing; the final results carry no partial flag."""
