@@ -117,6 +117,14 @@ def test_mbpp_prompts_show_one_test_score_the_rest_and_report_the_ceiling(tmp_pa
     assert first["tests"] == ["assert twice(0) == 0", "assert twice(-3) == -6"]  # the shown test is not scored
     assert rows[1]["tests"] == ["assert last('x') == 'x'"]  # a repeat of the shown test is no test either
     assert report["leaked_tests"] == []
+    # beside them, the same prompts answered by their reference solutions: the SFT warm start a start that never
+    # earns the reward needs, ready as an SFT config's data
+    warm = [json.loads(line) for line in Path(report["sft_rows"]).read_text().splitlines()]
+    assert report["sft_rows"].endswith("train.sft.jsonl") and len(warm) == report["written"] == 2
+    assert warm[0]["messages"][0] == {"role": "user", "content": first["prompt"]}
+    assert warm[0]["messages"][1]["content"] == "```python\ndef twice(x):\n    return 2 * x\n```"
+    sft = parse_config({"model": {"name": "tiny:qwen3"}, "data": {"path": report["sft_rows"]}})
+    assert sft.data.path == [report["sft_rows"]]
 
 
 def test_train_prompts_that_near_duplicate_a_test_problem_are_left_out_before_any_training(tmp_path):

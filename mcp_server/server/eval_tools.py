@@ -52,7 +52,7 @@ class EvalSummary(BaseModel):
     partial: bool = Field(False, description="The eval stopped before every task finished: these are the ones that did.")
     missing: list[str] = Field(default_factory=list, description="Tasks with no result (the eval stopped first).")
     error: str | None = Field(None, description="Why the eval stopped early, when it did.")
-    hub_card: list[dict] | None = Field(None, description="The Hub repos whose card got the table (commit or error).")
+    hub_card: list[dict] | None = None  # the Hub repos whose card got the table: {repo_id, commit or error}
     next_step: str = ""
 
 

@@ -172,6 +172,7 @@ class PromptRows(BaseModel):
     leaked_tests: list[str]
     dropped: list[str]
     test_overlap: dict | None = None
+    sft_rows: str | None = None
 
 
 @guarded

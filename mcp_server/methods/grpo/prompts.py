@@ -66,8 +66,17 @@ def write_mbpp_prompts(mbpp: str | Path, split: str, output: str | Path, *, limi
     kept = [r for r in rows if str(r["id"]) not in set(dropped)]
     target.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomically(target, "".join(json.dumps(r) + "\n" for r in kept))
+    warm = target.with_name(target.stem + ".sft.jsonl")  # the same prompts answered by their reference solutions
+    write_text_atomically(warm, "".join(json.dumps(sft_row(r)) + "\n" for r in kept if r.get("solution")))
     return {"split": split, "rows": len(rows), "written": len(kept), "output": str(target), "ceiling": report,
-            "leaked_tests": leaks(rows), "dropped": dropped, "test_overlap": overlap}
+            "leaked_tests": leaks(rows), "dropped": dropped, "test_overlap": overlap, "sft_rows": str(warm)}
+
+
+def sft_row(row: dict) -> dict:
+    """A prompt row answered by its reference solution in one Python block, as chat messages: the SFT warm start
+    GRPO needs when the starting model never earns the tests reward (data.path of an SFT config)."""
+    return {"messages": [{"role": "user", "content": row["prompt"]},
+                         {"role": "assistant", "content": f"```python\n{row['solution'].strip()}\n```"}]}
 
 
 def test_overlap(source: Path, rows: list[dict], split: str) -> tuple[list[dict], dict | None]:
