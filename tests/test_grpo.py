@@ -127,6 +127,15 @@ def test_mbpp_prompts_show_one_test_score_the_rest_and_report_the_ceiling(tmp_pa
     assert sft.data.path == [report["sft_rows"]]
 
 
+def test_a_file_that_is_not_mbpp_is_refused_by_name_and_nothing_is_written(tmp_path):
+    """JSON lines that are not MBPP tasks (a sweep spec, found by the fuzz test) get one error naming the line, not a
+    KeyError, and no prompt file is left behind."""
+    spec = write_jsonl(tmp_path / "sweep.jsonl", [{"name": "s", "base": "c.yaml"}])
+    done = run_cli("grpo-prompts", "--mbpp", str(spec), "--split", "train", "-o", str(tmp_path / "out.jsonl"))
+    assert done.returncode != 0 and "is not MBPP's jsonl: line 1 is not an MBPP task" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "out.jsonl").exists()
+
+
 def test_train_prompts_that_near_duplicate_a_test_problem_are_left_out_before_any_training(tmp_path):
     """MBPP's train split repeats some test problems; trained on, the eval would withhold the adapter's MBPP
     score as contaminated, so the prompts leave them out and say which, and the eval's own check then passes."""

@@ -35,11 +35,18 @@ def mbpp_rows(path: str | Path, split: str) -> list[dict]:
         raise DataError(f"MBPP has no split '{split}'.", f"use one of: {', '.join(MBPP_SPLITS)}.")
     low, high = MBPP_SPLITS[split]
     rows = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8", errors="replace").splitlines(), 1):
         if not line.strip():
             continue
-        raw = json.loads(line)
-        if low <= int(raw["task_id"]) <= high:
+        try:
+            raw = json.loads(line)
+            task = int(raw["task_id"])
+            _ = raw["text"], raw["code"], raw["test_list"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"{path} is not MBPP's jsonl: line {number} is not an MBPP task "
+                            f"({type(exc).__name__}: {str(exc)[:80]}).",
+                            "point at MBPP's full jsonl (task_id, text, code, test_list, test_setup_code).") from None
+        if low <= task <= high:
             rows.append(mbpp_prompt_row(raw))
     if not rows:
         raise DataError(f"{path} holds no MBPP task of the {split} split (task ids {low}-{high}).",
