@@ -15,7 +15,7 @@ from support.common import REPO, run_cli
 from mcp_server.cli import build_parser
 from mcp_server.harness import COMMANDS, LINKS, ROLES, SPENDING, check, managed_files, mcp_prompt_body, sync
 from mcp_server.harness.catalog import LAUNCHER, PAID_COMMANDS, READ_ONLY, SETUP, command
-from mcp_server.harness.render import CLONE_PROGRAMS
+from mcp_server.harness.render import CLONE_PROGRAMS, PLUGIN_DIR
 
 
 def test_committed_files_match_the_catalog():
@@ -137,3 +137,17 @@ def test_launcher_without_an_environment_says_how_to_set_it_up(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and SETUP in lines[0], lines  # the README's set-up command, verbatim
     assert SETUP in (REPO / "README.md").read_text()
+
+
+def test_every_client_config_lets_jobs_wait_finish_its_longest_wait():
+    """jobs_wait may hold one call MAX_WAIT_S; each harness's own limit on an MCP call must be longer, or the
+    client drops the answer of a wait it asked for (OpenCode's default is 30 s, Codex's 60 s)."""
+    from mcp_server.server.job_tools import MAX_WAIT_S
+    files = managed_files()
+    opencode = json.loads(files["opencode.json"])["mcp"]
+    assert opencode and all(s["timeout"] > MAX_WAIT_S * 1000 for s in opencode.values())
+    claude = json.loads(files[".mcp.json"])["mcpServers"]
+    plugin = json.loads(files[f"{PLUGIN_DIR}/.claude-plugin/plugin.json"])["mcpServers"]
+    assert all(s["timeout"] > MAX_WAIT_S * 1000 for s in [*claude.values(), *plugin.values()])
+    codex = tomllib.loads(files[".codex/config.toml"])["mcp_servers"]
+    assert codex and all(s["tool_timeout_sec"] > MAX_WAIT_S for s in codex.values())

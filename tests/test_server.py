@@ -248,7 +248,7 @@ ERROR_CALLS = [
     ("jobs_logs", {"job_id": "nope"}, "no local job 'nope'"),
     ("jobs_cancel", {"job_id": "nope"}, "no local job 'nope'"),
     ("jobs_wait", {"job_id": "nope", "timeout_s": 1}, "no local job 'nope'"),
-    ("jobs_wait", {"job_id": "x", "timeout_s": 500}, "less than or equal to 50"),
+    ("jobs_wait", {"job_id": "x", "timeout_s": 900}, "less than or equal to 600"),
     ("jobs_cost", {"flavor": "h100", "timeout_s": 60}, "Unknown flavor 'h100'"),
     ("jobs_cost", {"flavor": "a10g-small"}, "needs a timeout"),
     ("tracking_summary", {"project": "nope", "run": "x"}, "no project 'nope'"),

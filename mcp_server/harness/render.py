@@ -102,6 +102,11 @@ def paid_shell(programs: tuple[str, ...]) -> list[str]:
     return [f"{program} {command}" for command in PAID_COMMANDS for program in programs]
 
 
+# jobs_wait may hold a call up to 600 s: the clients' own limit on one MCP call must be longer (OpenCode's
+# default is 30 s, Codex's 60 s; Claude Code reads a server's `timeout` too)
+TOOL_TIMEOUT_S = 660
+
+
 # --- OpenCode --------------------------------------------------------------------------------------
 
 def _opencode_permission(role: Role) -> dict:
@@ -118,7 +123,7 @@ def _needs_study(role: Role) -> bool:
 
 
 def opencode_server(launch: Launch) -> dict:
-    entry = {"type": "local", "enabled": True, "timeout": 30000, "command": list(launch.argv)}
+    entry = {"type": "local", "enabled": True, "timeout": TOOL_TIMEOUT_S * 1000, "command": list(launch.argv)}
     return {**entry, "environment": dict(launch.env)} if launch.env else entry
 
 
@@ -158,7 +163,8 @@ def _claude_tools(role: Role) -> str | None:
 
 
 def claude_server(launch: Launch) -> dict:
-    entry = {"type": "stdio", "command": launch.argv[0], "args": list(launch.argv[1:])}
+    entry = {"type": "stdio", "command": launch.argv[0], "args": list(launch.argv[1:]),
+             "timeout": TOOL_TIMEOUT_S * 1000}
     return {**entry, "env": dict(launch.env)} if launch.env else entry
 
 
@@ -182,7 +188,7 @@ def plugin_manifest(installable: bool) -> dict:
                 "author": {"name": "tunepack contributors"}, "license": "Apache-2.0",
                 "keywords": ["fine-tuning", "sft", "lora", "mcp", "trl", "peft", "huggingface"]}
     if installable:  # an installed plugin records its pitfalls in its own skills folder
-        entry: dict = {"type": "stdio", "command": "${CLAUDE_PLUGIN_ROOT}/" + LAUNCHER,
+        entry: dict = {"type": "stdio", "command": "${CLAUDE_PLUGIN_ROOT}/" + LAUNCHER, "timeout": TOOL_TIMEOUT_S * 1000,
                        "env": {"TUNEPACK_SKILLS_DIR": "${CLAUDE_PLUGIN_ROOT}/skills"}}
         manifest["mcpServers"] = {SERVER: entry, STUDY_SERVER: {
             **entry, "env": {**entry["env"], "TUNEPACK_TOOLSETS": ",".join(STUDY_TOOLSETS)}}}
@@ -206,7 +212,7 @@ def _codex_servers(launches: dict[str, Launch]) -> list[dict]:
     return [{"key": _toml_key(name), "command": _q(launch.argv[0]),
              "args": "[" + ", ".join(_q(a) for a in launch.argv[1:]) + "]",
              "env": "{ " + ", ".join(f"{k} = {_q(v)}" for k, v in launch.env) + " }" if launch.env else "",
-             "comments": STUDY_COMMENTS if name == STUDY_SERVER else (),
+             "comments": STUDY_COMMENTS if name == STUDY_SERVER else (), "tool_timeout_s": TOOL_TIMEOUT_S,
              "spending": [t for t in SPENDING if server_of(t) == name]} for name, launch in launches.items()]
 
 

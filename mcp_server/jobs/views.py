@@ -75,7 +75,7 @@ def describe(backend: JobBackend, job_id: str) -> JobView:
     if info.stage in ("ERROR", "CANCELED"):
         error = str(failure_error(info, text, found))
     nxt = {"SCHEDULING": "waiting for a free slot; call jobs_wait",
-           "RUNNING": "call jobs_wait (up to 50 s per call) or jobs_logs",
+           "RUNNING": "call jobs_wait (it waits up to 240 s by default, 600 s at most) or jobs_logs",
            "COMPLETED": "done; read the outcome", "ERROR": "read the error, fix, and resubmit",
            "CANCELED": "canceled"}.get(info.stage, "")
     if info.stage == "COMPLETED" and outcome and outcome.get("withdrawn"):

@@ -16,7 +16,8 @@ registry_list → eval_start → jobs_wait → eval_results → registry_publish
 Several runs of one config: sweep_plan → sweep_submit (canary first) → sweep_status → sweep_select → sweep_report.
 Scores into a README: results_readme. A request to SFT, sweep, track, evaluate and report is the prompt
 tunepack-contract (prompts/get) and skill tunepack-pipeline, "The whole contract": follow it.
-Every tool returns within 20 s; long work runs as a job you follow with jobs_wait (≤ 50 s per call).
+Every tool returns within 20 s; long work runs as a job you follow with jobs_wait
+(it holds a call until the job ends or 240 s pass; timeout_s up to 600).
 Paid flavors and publishing need a human yes: elicitation, or a quote with an approval_token to pass back
 after the human agrees. When a step fails for a reason no skill warned about, call skills_add_pitfall.
 This server exposes the toolsets it was started with (tunepack serve --toolsets …; core by default):

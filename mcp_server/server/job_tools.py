@@ -18,7 +18,7 @@ from ..shown import shown
 from .common import ApprovalToken, Backend, Flavor, Force, JobId, OptBackend, TimeoutS, consent_from, guarded
 from .pipeline_tools import PlacedConfig, SpendApproval, SpendResult, spend_result
 
-MAX_WAIT_S = 50
+MAX_WAIT_S = 600  # the harness configs tunepack writes give an MCP call longer (harness.render.TOOL_TIMEOUT_S)
 MAX_LISTED = 15
 
 
@@ -113,8 +113,8 @@ def progress_note(p) -> tuple[float, float | None, str]:
 
 @guarded
 async def jobs_wait(job_id: JobId, ctx: Context, backend: Backend = "local",
-                    timeout_s: Annotated[float, Field(description=f"Wait at most this long (≤ {MAX_WAIT_S} s); "
-                                                      "call again to keep waiting.", gt=0, le=MAX_WAIT_S)] = 30
+                    timeout_s: Annotated[float, Field(description=f"Wait at most this long (≤ {MAX_WAIT_S} s, under the "
+                                                      "client's tool timeout).", gt=0, le=MAX_WAIT_S)] = 240
                     ) -> JobView:
     """Wait (bounded) for a job to end, with progress notifications."""
     b = get_backend(backend)

@@ -42,7 +42,7 @@ from mcp_server.harness.catalog import READ_ONLY, SPENDING
 EXAMPLES = int(os.environ.get("TUNEPACK_FUZZ_EXAMPLES", "10"))
 REPORT = os.environ.get("TUNEPACK_FUZZ_REPORT")
 CALL_BUDGET_S = 25.0  # every tool promises an answer within 20 s
-WAIT_BUDGET_S = 65.0  # jobs_wait may wait 50 s by contract
+WAIT_BUDGET_S = 65.0  # jobs_wait waits for a real job only, and the fuzzed ids name none
 CANARY = "CANARY-outside-workspace-4f1c9e"
 MB = "x" * (1 << 20)
 MAX_ERROR_CHARS, MAX_RESULT_CHARS = 6000, 64000

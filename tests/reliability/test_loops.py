@@ -62,8 +62,8 @@ def test_the_third_identical_failure_gets_the_pitfalls_and_other_arguments_or_a_
         (read, OTHER), (read, MISSING), (read, MISSING),    # 3-5: another argument: a new streak, 2 long
         (read, GOOD), (read, MISSING), (read, MISSING),     # 6-8: a success ends it
         (read, MISSING), (read, MISSING),                   # 9-10: the 3rd and 4th in a row: advice each time
-        ("jobs_wait", {"job_id": "x", "timeout_s": 500}),   # 11-13: argument errors count too
-        ("jobs_wait", {"job_id": "x", "timeout_s": 500}), ("jobs_wait", {"job_id": "x", "timeout_s": 500}),
+        ("jobs_wait", {"job_id": "x", "timeout_s": 900}),   # 11-13: argument errors count too
+        ("jobs_wait", {"job_id": "x", "timeout_s": 900}), ("jobs_wait", {"job_id": "x", "timeout_s": 900}),
     ])
     looped = [i for i, r in enumerate(results) if "Loop:" in text(r)]
     assert looped == [2, 9, 10, 13], [text(r)[:200] for r in results]
@@ -73,7 +73,7 @@ def test_the_third_identical_failure_gets_the_pitfalls_and_other_arguments_or_a_
     assert pitfall in advice and "copy a name from it" in advice and "skills_read('tunepack-pipeline')" in advice
     assert "failed 4 times" in text(results[10])
     assert not results[6].is_error
-    assert "Fix:" in text(results[11]) and "less than or equal to 50" in text(results[11])
+    assert "Fix:" in text(results[11]) and "less than or equal to 600" in text(results[11])
 
 
 def test_streaks_expire_and_calls_are_canonical():
