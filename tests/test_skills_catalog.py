@@ -46,9 +46,15 @@ def test_every_shipped_skill_reads_to_its_end_through_its_pages(monkeypatch):
     """A client with no shell reads the whole of a long skill by following the offset each cut page names."""
     import re
 
+    from mcp_server.skills import catalog
     from mcp_server.skills.catalog import MAX_READ
 
     monkeypatch.delenv("TUNEPACK_SKILLS_DIR", raising=False)
+    for skill in list_skills():  # one call reads each shipped SKILL.md whole
+        whole = (skills_root() / skill.name / "SKILL.md").read_text(encoding="utf-8")
+        assert read_skill(skill.name) == whole, f"{skill.name}: {len(whole)} characters, more than a page"
+    MAX_READ = 4000
+    monkeypatch.setattr(catalog, "MAX_READ", MAX_READ)  # pages, as a longer file would have
     for skill in list_skills():
         whole = (skills_root() / skill.name / "SKILL.md").read_text(encoding="utf-8")
         pages, offset = [], 0

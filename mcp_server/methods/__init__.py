@@ -29,12 +29,14 @@ def method_of(cfg: TrainConfig) -> Method:
 
 def render_script(cfg: TrainConfig, *, model_path: str | None = None, run_name: str | None = None,
                   push: dict | None = None, mounts: dict | None = None, cache_bucket: str | None = None,
-                  plan: dict | None = None, group: str | None = None) -> str:
+                  plan: dict | None = None, group: str | None = None, memory: dict | None = None) -> str:
     """The script text (see ``train.render.render``); ``plan``: the method's plan for the job's flavor
-    (distillation embeds it; default: planned without a GPU)."""
+    (distillation embeds it; default: planned without a GPU); ``memory``: the memory plan, for the manifest."""
     from ..traces.spine import provenance
 
     parts = method_of(cfg).script_parts(cfg, push=push, plan=plan)
+    if memory is not None:
+        parts.info["memory"] = memory
     return render(cfg, parts, model_path=model_path, run_name=run_name, push=push, mounts=mounts,
                   cache_bucket=cache_bucket, traces=provenance(cfg), group=group)
 

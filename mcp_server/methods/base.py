@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from ..config import TrainConfig
 from ..config.methods import GrpoSection
 from ..errors import DataError
+from ..train.memory import Batch
 from ..train.render import EMBEDDED, ScriptParts
 from ..train.start import start_adapter
 
@@ -53,6 +54,33 @@ class Method:
         """The method's own checks before any money is spent, appended to ``checks``; their facts for the report."""
         return None
 
+    def memory_batch(self, cfg: TrainConfig) -> Batch | None:
+        """What one micro-batch holds on the device, for the memory plan (None: the method plans its own)."""
+        return Batch(sequences=cfg.training.per_device_train_batch_size, length=cfg.training.max_length)
+
+    def memory(self, cfg: TrainConfig, backend: str, flavor: str | None, checks: list[Check] | None = None
+               ) -> dict | None:
+        """The memory plan on one GPU of the flavor (train/memory.py); with ``checks``, a line that fails when the
+        plan does not fit. Local: this machine's first GPU when torch sees one, else the CPU (quoted, not judged)."""
+        from ..jobs import flavor_info, gpu_memory_gb
+        from ..train.memory import memory_plan, plan_line
+
+        batch = self.memory_batch(cfg)
+        if batch is None:
+            return None
+        if backend == "local":
+            gpu_gb = _local_gpu_gb()
+            cuda = gpu_gb is not None
+        else:
+            hardware = flavor_info(backend, flavor)
+            gpu_gb, cuda = gpu_memory_gb(hardware), bool(hardware.accelerator)
+        plan = memory_plan(cfg, gpu_gb=gpu_gb, cuda=cuda, batch=batch)
+        if checks is not None:
+            fits = plan["fits"] is not False
+            checks.append(Check(name="memory", status="pass" if fits else "fail", detail=plan_line(plan),
+                                fix=None if fits else plan["advice"]))
+        return plan
+
     def check_rows(self, cfg: TrainConfig, rows: list[dict]) -> None:
         """Training rows before any job: each must have an assistant turn to train on."""
         from ..train.maskcheck import MaskCheckError, detect_format, rows_without_assistant
@@ -80,3 +108,16 @@ class Method:
     def selection_metric(self, cfg: TrainConfig) -> str:
         """What a sweep of this method ranks its runs on when the spec names no metric."""
         return "eval_loss" if (cfg.data.held_out or cfg.data.eval_split) else "loss"
+
+
+def _local_gpu_gb() -> float | None:
+    """This machine's first GPU in GB, None without one (or without torch)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    return round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1)

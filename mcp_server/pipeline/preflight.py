@@ -39,6 +39,7 @@ class PreflightReport(BaseModel):
     heldout: dict | None = None  # the held-out sessions: names, turns, tool-call turns, tools (before any training)
     eval_time: dict | None = None  # eval.tasks: each task's items and expected seconds on this backend, vs the timeout
     job_env: dict | None = None  # backend hf: the run script's header resolved for the job (versions, or why not)
+    memory: dict | None = None  # SFT/GRPO: weights, LoRA + optimizer, activations, logits on one GPU of the flavor
     distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
     grpo: dict | None = None  # training.method grpo: rewards, monitors, sizing, generation path, start, ceiling
     approval: dict | None = None  # GRPO on a paid flavor, not yet approved: the decision (quote, approval_token)
@@ -401,7 +402,7 @@ def preflight(config_path: str | Path, *, backend: str | None = None, flavor: st
     method = method_of(cfg)
     own = method.preflight(cfg, backend, flavor, checks)  # distillation's plan, GRPO's RL preflight
     heldout = heldout_check(cfg, checks)
-    done = {"cost": cost, "heldout": heldout,
+    done = {"cost": cost, "heldout": heldout, "memory": method.memory(cfg, backend, flavor, checks),
             "eval_time": eval_time_check(cfg, cost.flavor if backend != "local" else "local", timeout_s, heldout,
                                          checks, remote=backend != "local"),
             **({method.report_key: own} if method.report_key else {})}

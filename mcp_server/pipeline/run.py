@@ -123,6 +123,7 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | st
                                         flavor, timeout_s)
     size = data_size(cfg)  # the data is read and checked once per start
     plan = method_of(cfg).plan(cfg, name, flavor)  # distillation: mode, tokenizers, memory; GRPO: the GPU plan
+    memory = method_of(cfg).memory(cfg, name, flavor)  # SFT, GRPO: the memory plan, kept in the manifest and card
     if name != "local":
         from .remote import check_remote
 
@@ -135,7 +136,7 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | st
     def submit() -> JobInfo:
         opened = get_backend(name) if backend is None or isinstance(backend, str) else backend
         submitted.append(_submit(cfg, opened, timeout_s=timeout_s, flavor=flavor, extra_labels=extra_labels,
-                                 method_plan=plan))
+                                 method_plan=plan, memory=memory))
         return submitted[0].job
 
     outcome = spend("pipeline_run", arguments, estimate(name, flavor, timeout_s), cfg.tracking.project,
@@ -152,7 +153,8 @@ class _Submitted(NamedTuple):
 
 
 def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, flavor: str | None,
-            extra_labels: dict[str, str] | None, method_plan: dict | None = None) -> _Submitted:
+            extra_labels: dict[str, str] | None, method_plan: dict | None = None,
+            memory: dict | None = None) -> _Submitted:
     """Render into a fresh run folder and submit (the gate has passed)."""
     run_name, run_dir = _claim_run_dir(cfg)
     cfg = training_config(cfg, run_dir / "data")  # data.format traces: sessions → chat rows in the run folder
@@ -163,7 +165,8 @@ def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, fla
 
         plan = prepare_remote(cfg)
         script = write_script(plan.config, run_dir / "train.py", run_name=run_name, push=plan.push,
-                              mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket, plan=method_plan)
+                              mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket, plan=method_plan,
+                              memory=memory)
         secrets = ["HF_TOKEN", *(["TRACKIO_WRITE_TOKEN"] if cfg.tracking.server_url else [])]
         spec = JobSpec(script=str(script), name=run_name, timeout_s=timeout_s, flavor=flavor, secrets=secrets,
                        labels={**labels, "output_repo": plan.push["repo_id"]}, volumes=plan.cache.mounts,
@@ -175,7 +178,8 @@ def _submit(cfg: TrainConfig, backend: JobBackend, *, timeout_s: int | None, fla
     output_dir = Path(adapter_dir) if adapter_dir else run_dir / "adapter"
     if default_output:
         shutil.rmtree(output_dir, ignore_errors=True)  # a reused run name starts from a clean folder
-    script = write_script(cfg, run_dir / "train.py", model_path=model_path, run_name=run_name, plan=method_plan)
+    script = write_script(cfg, run_dir / "train.py", model_path=model_path, run_name=run_name, plan=method_plan,
+                          memory=memory)
     tdir = trackio_dir()
     RunRecord(config=cfg, run_name=run_name, script=str(script), output_dir=str(output_dir),
               default_output=default_output, registry_name=cfg.registry_name, trackio_dir=str(tdir),

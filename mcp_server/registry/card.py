@@ -55,7 +55,7 @@ def render_card(manifest: dict, summary: RunSummary | None, *, name: str, versio
         config_hash=manifest.get("config_hash"), git_commit=manifest.get("git_commit"),
         config_yaml=yaml.safe_dump(config, sort_keys=False), distillation=manifest.get("distillation"),
         grpo=manifest.get("grpo"), lineage=manifest.get("lineage"), traces=manifest.get("traces"),
-        start=manifest.get("start"),
+        start=manifest.get("start"), memory=manifest.get("memory_plan"),
     )
 
 

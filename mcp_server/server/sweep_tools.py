@@ -29,9 +29,8 @@ from ..sweeps import (
 from ..sweeps.plan import build_plan
 from .common import Approval, ApprovalToken, can_elicit, consent_from, guarded
 
-SpecPath = Annotated[str | None, Field(description="A sweep spec YAML (e.g. examples/sweep.yaml): base config, "
-                                                   "grid/random/runs over dotted keys, max_concurrent, metric, "
-                                                   "budget_usd, canary, early_stop.")]
+SpecPath = Annotated[str | None, Field(description="A sweep spec YAML (e.g. examples/sweep.yaml; its keys: "
+                                                   "skill tunepack-sweeps).")]
 SpecDict = Annotated[dict | None, Field(description="Or the spec itself as a mapping (same keys as the YAML; base "
                                                     "is a config path relative to the server's folder).")]
 SweepId = Annotated[str, Field(description="The sweep id sweep_submit returned.")]

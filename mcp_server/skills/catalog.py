@@ -18,7 +18,7 @@ from ..errors import SkillError
 from ..resources import skills_dir
 from .journal import ensure_consistent
 
-MAX_READ = 8000
+MAX_READ = 16000  # every shipped SKILL.md reads in one call (tests/test_skills_catalog.py)
 
 
 class SkillInfo(BaseModel):

@@ -30,6 +30,9 @@ class Distillation(Method):
         parts.info.update(trackio_group=f"distill-{plan['mode']}", distill=plan)
         return parts
 
+    def memory_batch(self, cfg: TrainConfig) -> None:
+        return None  # teacher + student: distill_plan's own memory quote (memory.py)
+
     def plan(self, cfg: TrainConfig, backend: str, flavor: str | None) -> dict | None:
         """The mode the family can run, the two tokenizers on the run's rendered rows (here when both are at hand,
         else in the job before any weights load), and the memory plan on the flavor's GPU (refused when teacher +

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...config import TrainConfig
 from ...errors import ConfigError
+from ...train.memory import Batch
 from ...train.render import EMBEDDED, ScriptParts
 from ..base import Check, Method
 
@@ -42,6 +43,13 @@ class Grpo(Method):
         if cfg.grpo.generation == "vllm":  # vLLM brings its own torch, within the range the pinned TRL supports
             parts.unpinned, parts.extra_pins = ("torch==", "bitsandbytes=="), (VLLM_FOR_TRL,)
         return parts
+
+    def memory_batch(self, cfg: TrainConfig) -> Batch:
+        """A micro-batch is per_device_train_batch_size completions of prompt (≤ training.max_length) + completion
+        tokens; TRL generates the whole step's completions at once (batch x accumulation), each with its KV cache."""
+        t = cfg.training
+        return Batch(sequences=t.per_device_train_batch_size, length=t.max_length + cfg.grpo.max_completion_length,
+                     generated=t.per_device_train_batch_size * t.gradient_accumulation_steps)
 
     def plan(self, cfg: TrainConfig, backend: str, flavor: str | None) -> dict | None:
         """The GPU plan on a flavor (generation path, precision, sizing); vLLM with 4-bit weights is refused."""
