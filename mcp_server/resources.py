@@ -55,6 +55,13 @@ def embedded_source(*modules: str) -> str:
                                 if not line.startswith("from __future__")) for m in modules)
 
 
+# The vllm extra of the TRL the headers pin (trl[vllm]: vLLM versions TRL's GRPO path supports; outside it TRL
+# warns and colocate generation may break; tests/test_grpo.py compares it with the installed TRL's metadata). The
+# eval job's vLLM backend takes the same bounds: unbounded, a header pinning transformers 5.25 resolves to vllm
+# 0.1.2 (bench/resolve_drift.py).
+VLLM_FOR_TRL = "vllm>=0.22.0,<=0.31.0"
+
+
 def training_pins() -> list[str]:
     """The exact packages a rendered training script runs with (mcp_server/train/pins.yaml); eval scripts add
     theirs (mcp_server/evals/pins.yaml)."""

@@ -12,6 +12,7 @@ server that changes one sees the change).
 | ``TUNEPACK_DAILY_BUDGET_USD`` | a project's daily budget until a human sets one | ``approval.budget.DEFAULT_DAILY_USD`` |
 | ``TUNEPACK_DAILY_TOTAL_USD`` | the daily cap over all projects until a human sets one | the largest project limit |
 | ``TUNEPACK_TOOL_BUDGET_S`` | seconds a viewer tool may take before it answers with what it has | 15 |
+| ``TUNEPACK_RESOLVE_BEFORE`` | resolve job headers against the package index as it was at this time (RFC 3339; tests fix it, ``bench/resolve_drift.py`` names what moved since) | the live index |
 | ``TUNEPACK_VIEWER_URL`` | the Datasets Viewer's base URL | ``https://datasets-server.huggingface.co`` |
 | ``OMP_NUM_THREADS`` | kept for local jobs when set (read from the mapping ``environment()`` returns); unset, the runner splits the cores between the jobs running side by side | the split |
 | ``TUNEPACK_JOB_ID`` | set by the local runner inside a job | — |
@@ -86,6 +87,10 @@ def daily_total_usd() -> float | None:
 
 def tool_budget_s() -> float:
     return float(_get("TUNEPACK_TOOL_BUDGET_S") or 15)
+
+
+def resolve_before() -> str | None:
+    return _get("TUNEPACK_RESOLVE_BEFORE")
 
 
 def viewer_url() -> str | None:

@@ -18,6 +18,8 @@ os.environ.pop("HF_HUB_OFFLINE", None)  # the Hub stand-in must be reachable; no
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("TUNEPACK_DAILY_TOTAL_USD", "1000")  # one session charges many projects; the cap has its tests
+# job headers resolve against the index of a fixed day (reproducible); bench/resolve_drift.py names what moved since
+os.environ.setdefault("TUNEPACK_RESOLVE_BEFORE", "2026-12-05T00:00:00Z")
 os.environ["TUNEPACK_TOOLSETS"] = "all"  # servers the tests start expose every tool; test_toolsets checks the default
 if os.environ.get("PYTEST_XDIST_WORKER"):  # two workers share the cores: one torch thread each, no oversubscription
     os.environ.setdefault("OMP_NUM_THREADS", "1")

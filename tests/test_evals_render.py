@@ -36,7 +36,8 @@ def test_pins_match_the_installed_packages():
         name, version = pin.split("==")
         assert importlib.metadata.version(name).split("+")[0] == version, pin  # torch is the local +cpu build
     assert any(p.startswith("inspect-ai==") for p in eval_pins())
-    assert "vllm" in eval_pins("vllm") and not any(p.startswith("torch==") for p in eval_pins("vllm"))
+    # vLLM brings its torch, bounded like TRL's GRPO path (unbounded, the transformers pin resolves to vllm 0.1.2)
+    assert "vllm>=0.22.0,<=0.31.0" in eval_pins("vllm") and not any(p.startswith("torch==") for p in eval_pins("vllm"))
 
 
 def test_the_script_embeds_the_spec_and_kit_hashes(tmp_path):

@@ -397,6 +397,13 @@ def test_the_vllm_header_resolves_for_the_job_and_an_incompatible_one_is_refused
     assert env.versions["transformers"] == "5.25.0" and env.versions["trl"] == "1.16.0"
     bad = resolve_header(script.replace(VLLM_FOR_TRL, "vllm==0.33.0"), exclude_newer="2026-12-05T00:00:00Z")
     assert bad.ok is False and "vllm==0.33.0" in bad.problem and "No solution found" in bad.problem
+    # what preflight asks of every header: a vLLM that resolves, but outside the pinned TRL's range, is refused
+    from mcp_server.jobs.resolve import resolve
+
+    old = resolve(["vllm==0.19.1"], within={"vllm": VLLM_FOR_TRL.removeprefix("vllm")},
+                  exclude_newer="2026-12-05T00:00:00Z")
+    assert old.ok is False and old.versions["vllm"] == "0.19.1", old
+    assert "vllm 0.19.1 (needs >=0.22.0,<=0.31.0)" in old.problem and "trl[vllm]" in old.fix
 
 
 def test_render_for_a_flavor_prints_the_grpo_plan_and_refuses_qlora_with_vllm(tmp_path):

@@ -150,6 +150,9 @@ def test_preflight_quotes_the_configs_flavor_and_timeout_and_run_asks_for_the_ye
     versions = report["job_env"]["versions"]
     assert job_env["status"] == "pass", job_env
     assert (versions["transformers"], versions["trl"], versions["torch"]) == ("5.25.0", "1.16.0", "2.13.0")
+    eval_env = {c["name"]: c for c in report["checks"]}["job_env_eval"]  # the eval job after it, resolved too
+    assert eval_env["status"] == "pass" and eval_env["detail"].startswith("eval job: resolved with uv"), eval_env
+    assert report["job_env"]["eval"]["versions"]["transformers"] == "5.25.0"
     # the eval is not skipped unsaid: on HF it is a job of its own after training, said before spending
     (eval_time,) = [c for c in report["checks"] if c["name"] == "eval_time"]
     assert "run as their own job (eval_start" in eval_time["detail"] and eval_time["status"] == "pass"

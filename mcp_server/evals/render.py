@@ -17,7 +17,7 @@ import yaml
 
 from .. import __version__
 from ..config.eval_section import EvalSection
-from ..resources import embedded_source, render_template, template_path, training_pins
+from ..resources import VLLM_FOR_TRL, embedded_source, render_template, template_path, training_pins
 from ..staging import write_text_atomically
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
@@ -43,7 +43,7 @@ def eval_pins(backend: str = "auto") -> list[str]:
     extra = yaml.safe_load((Path(__file__).with_name("pins.yaml")).read_text(encoding="utf-8"))
     base = training_pins()
     if backend == "vllm":  # vLLM pins its own torch; let the resolver pick it
-        base = [p for p in base if not p.startswith(("torch==", "bitsandbytes=="))] + ["vllm"]
+        base = [p for p in base if not p.startswith(("torch==", "bitsandbytes=="))] + [VLLM_FOR_TRL]
     return [p for p in base if not p.startswith("trl==")] + list(extra)
 
 

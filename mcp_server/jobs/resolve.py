@@ -17,7 +17,10 @@ import shutil
 import subprocess
 import tomllib
 
+from packaging.requirements import Requirement
 from pydantic import BaseModel
+
+from .. import settings
 
 JOB_PYTHON = "3.12"  # the HF Jobs uv image
 JOB_PLATFORM = "x86_64-manylinux_2_28"
@@ -55,10 +58,17 @@ def _uv() -> str | None:
         return shutil.which("uv")
 
 
-def resolve_header(script_text: str, *, exclude_newer: str | None = None, timeout_s: float = 120) -> Resolution:
-    """The versions uv picks for the header on the job's platform; ``exclude_newer`` (an RFC 3339 date) resolves
-    against the index as it was then (reproducible tests)."""
-    deps = header_dependencies(script_text)
+def resolve_header(script_text: str, **options) -> Resolution:
+    """The versions uv picks for a script's PEP 723 header on the job's platform (options: ``resolve``'s)."""
+    return resolve(header_dependencies(script_text), **options)
+
+
+def resolve(deps: list[str], *, exclude_newer: str | None = None, within: dict[str, str] | None = None,
+            timeout_s: float = 120) -> Resolution:
+    """The versions uv picks for ``deps`` on the job's platform. ``exclude_newer`` (RFC 3339): the index as it was
+    then (default TUNEPACK_RESOLVE_BEFORE, else the live index). ``within``: package -> the range it must land in
+    (vLLM inside what the pinned TRL supports), a resolution outside it is refused."""
+    exclude_newer = exclude_newer or settings.resolve_before()
     uv = _uv()
     if uv is None:
         return Resolution(ok=None, resolver="none", problem="uv is not installed here, so the job's environment "
@@ -83,5 +93,13 @@ def resolve_header(script_text: str, *, exclude_newer: str | None = None, timeou
     found: dict[str, str] = {}
     for m in filter(None, map(PIN.match, done.stdout.splitlines())):
         found[m.group(1).lower().replace("_", "-")] = m.group(2)
-    return Resolution(ok=True, resolver="uv", versions={k: found[k] for k in SHOWN if k in found})
+    versions = {k: found[k] for k in SHOWN if k in found}
+    outside = [f"{name} {versions[name]} (needs {spec})" for name, spec in (within or {}).items()
+               if name in versions and versions[name] not in Requirement(f"{name}{spec}").specifier]
+    if outside:
+        return Resolution(ok=False, resolver="uv", versions=versions, problem=f"the job would get {', '.join(outside)}: "
+                          "outside the range the pinned TRL supports, so its GRPO path may break after the GPU is "
+                          "billed", fix="bound the package in the header to that range (`trl[vllm]==…` or explicit "
+                          "bounds) with a transformers it accepts")
+    return Resolution(ok=True, resolver="uv", versions=versions)
 

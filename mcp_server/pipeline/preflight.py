@@ -115,21 +115,33 @@ def _job_spec_check(cfg: TrainConfig, flavor: str | None, timeout: int | None) -
 
 
 def _job_env_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
-    """The run script's header resolved as its HF job's `uv run` will (jobs/resolve.py): the versions it gets, or
-    the reason it would fail installing them, before the GPU is billed."""
-    from ..jobs.resolve import resolve_header
+    """The run script's header resolved as its HF job's `uv run` will (jobs/resolve.py), vLLM inside the range the
+    pinned TRL supports; and the header of the eval job that follows when eval.tasks are set: the versions each
+    gets, or the reason it would fail installing them, before the GPU is billed."""
+    from ..evals.render import eval_pins
+    from ..jobs.resolve import header_dependencies, resolve
     from ..methods import render_script
+    from ..methods.grpo import VLLM_FOR_TRL
 
     try:
         text = render_script(cfg, run_name=f"preflight-{run_name_for(cfg)}")
     except TunepackError as exc:
         checks.append(_fail("job_env", exc))
         return None
-    env = resolve_header(text)
-    status = {True: "pass", False: "fail", None: "skipped"}[env.ok]
-    checks.append(Check(name="job_env", status=status, detail=env.line() if env.ok else str(env.problem),
-                        fix=env.fix))
-    return env.model_dump()
+    vllm_range = VLLM_FOR_TRL.removeprefix("vllm")
+    env = resolve(header_dependencies(text), within={"vllm": vllm_range})
+    found = env.model_dump()
+    labelled = [("job_env", env)]
+    if cfg.eval.tasks:
+        evaluation = resolve(eval_pins(cfg.eval.backend), within={"vllm": vllm_range})
+        found["eval"] = evaluation.model_dump()
+        labelled.append(("job_env_eval", evaluation))
+    for name, got in labelled:
+        status = {True: "pass", False: "fail", None: "skipped"}[got.ok]
+        checks.append(Check(name=name, status=status, detail=(("eval job: " if name != "job_env" else "")
+                                                              + (got.line() if got.ok else str(got.problem))),
+                            fix=got.fix))
+    return found
 
 
 RETRY = "fix the failed check and run preflight again"

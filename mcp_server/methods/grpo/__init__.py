@@ -9,13 +9,11 @@ from typing import Any
 
 from ...config import TrainConfig
 from ...errors import ConfigError
+from ...resources import VLLM_FOR_TRL
 from ...train.memory import Batch
 from ...train.render import EMBEDDED, ScriptParts
 from ..base import Check, Method
 
-# The vllm extra of the TRL the headers pin (trl[vllm]: vLLM versions TRL's GRPO path supports; outside it TRL
-# warns and colocate generation may break). tests/test_render.py compares it with the installed TRL's metadata.
-VLLM_FOR_TRL = "vllm>=0.22.0,<=0.31.0"
 
 class Grpo(Method):
     name = "grpo"
