@@ -134,6 +134,11 @@ def report(result: dict, built: dict, wall: float) -> None:
           f"model:       {manifest['model_class']}, {size / 1e6:.1f} M parameters", f"({built['dtype']}, "
           f"built in {built['build_s']} s)")
     print(f"device:      {device['name']}; peak memory {device.get('peak_memory_gb')} GB")
+    plan = manifest.get("memory_plan")
+    if plan:  # tunepack's plan before the run (train/memory.py) beside the peak it measured
+        print(f"memory plan: {plan['total_gb']} GB (weights {plan['weights_gb']}, LoRA + optimizer {plan['lora_gb']}, "
+              f"activations {plan['activations_gb']}, logits {plan['logits_gb']}) vs peak "
+              f"{device.get('peak_memory_gb')} GB")
     print(f"precision:   {manifest['precision']['weights']} / 4-bit: {manifest['quantization']['used_4bit']} — "
           f"{manifest['precision']['reason']}")
     print(f"lora:        {manifest['lora_targets']['adapted']} modules, "

@@ -10,7 +10,7 @@ bench/gpu.sh and bench/gpu_check.sh), remote_cache (the shared cache of a sweep 
 without it), hf_smoke (bench/hf_smoke.sh: its offline --quick path; the real HF job only
 with HF_TOKEN set and `--only hf_smoke`), redact_speed (secret redaction MB/s over the shared traces, old patterns
 beside the scanner), nextaction (the next-action eval's seconds per 100 held-out turns, one by one and batched),
-resolve_drift (each rendered job header on the live package index against the tests' fixed day: what moved).
+gpu_bundle (the wheels the lent GPU machine's image lacks, against its 64 MiB), resolve_drift (each rendered job header on the live package index against the tests' fixed day: what moved).
 
 Usage:
     python bench/run.py                   # everything at full size, writes bench/RESULTS.md (an hour or more)
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
-ORDER = ["sft", "server_startup", "tools", "viewer", "traces", "evals", "spine", "families", "gpu_check", "gpu",
+ORDER = ["sft", "server_startup", "tools", "viewer", "traces", "evals", "spine", "families", "gpu_check", "gpu", "gpu_bundle",
          "hf_smoke", "remote_cache", "redact_speed", "nextaction", "rewards", "resolve_drift"]
 GPU_ONLY = {"gpu_check", "gpu"}  # at full size they need CUDA; without it their --quick CPU path runs
 HUB_ONLY = {"hf_smoke"}  # at full size it runs a (cheap) real HF job: only when asked by name with HF_TOKEN set
