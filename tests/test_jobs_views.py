@@ -54,3 +54,21 @@ def test_pages_stay_near_8_kb(tmp_path):
     assert page.next_since == len(page.lines) < 100 and f"since={page.next_since}" in page.note
     tail = read_logs(backend, job.id, tail=200)
     assert len(tail.model_dump_json()) < 9000 and tail.lines[-1].startswith("99")
+
+
+def test_a_sweep_controller_points_at_its_runs(tmp_path):
+    """The controller logs no steps of its own: waiting on it names sweep_status, which shows each run."""
+    backend = LocalBackend(root=tmp_path / "jobs")
+    (tmp_path / "c.py").write_text("import time\ntime.sleep(30)\n")
+    job = backend.submit(JobSpec(script=str(tmp_path / "c.py"),
+                                 labels={"sweep": "lr-grid-1a2b", "stage": "sweep", "slot": "none"}))
+    try:
+        view = describe(backend, job.id)
+        assert view.progress is None and "sweep_status('lr-grid-1a2b')" in view.next_step, view.next_step
+    finally:
+        backend.cancel(job.id)
+    plain = backend.submit(JobSpec(script=str(tmp_path / "c.py")))
+    try:
+        assert "sweep_status" not in describe(backend, plain.id).next_step
+    finally:
+        backend.cancel(plain.id)

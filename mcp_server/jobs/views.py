@@ -78,6 +78,10 @@ def describe(backend: JobBackend, job_id: str) -> JobView:
            "RUNNING": "call jobs_wait (it waits up to 240 s by default, 600 s at most) or jobs_logs",
            "COMPLETED": "done; read the outcome", "ERROR": "read the error, fix, and resubmit",
            "CANCELED": "canceled"}.get(info.stage, "")
+    sweep = info.labels.get("sweep") if info.labels.get("stage") == "sweep" else None
+    if sweep and not info.done:  # a sweep's controller logs no steps of its own: its runs are in sweep_status
+        nxt = (f"this is sweep {sweep}'s controller: it ends when every run has; sweep_status('{sweep}') shows each "
+               "run's step, loss and state now")
     if info.stage == "COMPLETED" and outcome and outcome.get("withdrawn"):
         nxt = (f"{outcome.get('registry_name')} v{outcome.get('registry_version')} was trained, evaluated and then "
                f"withdrawn (output.register_when: beats_base): it {outcome['withdrawn']}. Tell the user; the scores "
