@@ -109,3 +109,18 @@ def test_a_paid_sweep_needs_one_approval_for_its_total(short_data):
     assert plan["configs"]["r01"]["tracking"]["run_name"] == f"{done.sweep_id}-r01"
     again = plan_sweep(spec)  # the same sweep again: every run repeats a proposed experiment
     assert again.total_runs == 0 and all("repeats experiment" in r.refused for r in again.runs)
+
+
+def test_local_runs_are_timed_with_their_held_out_passes_and_the_cpu_they_share(short_data, monkeypatch):
+    """Trial M: a plan said 71 s a run for runs that took 4–6 minutes, two at a time with a held-out loss pass
+    every 10 steps. Each run's estimate now counts both, and the plan says so."""
+    monkeypatch.setenv("TUNEPACK_LOCAL_MAX_JOBS", "2")
+    alone = plan_sweep(local_spec(short_data, max_concurrent=1))
+    side_by_side = plan_sweep(local_spec(short_data, max_concurrent=2))
+    startup = 30.0
+    assert side_by_side.runs[0].expected_s - startup == pytest.approx(2 * (alone.runs[0].expected_s - startup), rel=0.01)
+    assert any("shares with the 1 run(s) beside it" in n for n in side_by_side.notes)
+    assert not any("beside it" in n for n in alone.notes)
+    spec = local_spec(short_data, max_concurrent=1)
+    held = {**spec, "base": {**spec["base"], "data": {**spec["base"]["data"], "eval_fraction": 0.25}}}
+    assert plan_sweep(held).runs[0].expected_s > plan_sweep(spec).runs[0].expected_s  # 9 held-out passes

@@ -180,35 +180,50 @@ def _checked_run_config(raw_base: dict, spec: SweepSpec, changes: dict[str, Any]
     return cfg
 
 
-def _timing(cfg: TrainConfig, spec: SweepSpec, backend: str, flavor: str | None, rows: int, avg: float
-            ) -> tuple[float, int | None]:
-    """(expected seconds, timeout) of one run."""
+def _timing(cfg: TrainConfig, spec: SweepSpec, backend: str, flavor: str | None, rows: int, avg: float,
+            share: int = 1) -> tuple[float, int | None]:
+    """(expected seconds, timeout) of one run; local runs count the held-out loss passes and the CPU they share
+    with the ``share`` - 1 runs beside them."""
     if backend == "hf":
         expected = expected_seconds(cfg, rows, avg, flavor)
         timeout = check_timeout(spec.timeout_s or cfg.job.timeout_s or suggest_timeout_s(cfg, rows, avg, flavor),
                                 suggest_timeout_s(cfg, rows, avg, flavor), spec.force)
         return expected, timeout
     expected = expected_seconds(cfg, rows, avg, "cpu") - 600
+    expected += _eval_passes(cfg, rows, avg) * rows * (cfg.data.eval_fraction or 0.1) \
+        * min(avg, cfg.training.max_length) / 150 / 3  # forward only: about a third of a training step's work
     if cfg.model.is_tiny:
         expected *= 150 / TINY_TOKENS_PER_S  # pipeline_remote's CPU rate is for a ~1B model
-    expected += LOCAL_STARTUP_S
+    expected = expected * share + LOCAL_STARTUP_S
     return expected, spec.timeout_s or cfg.job.timeout_s
+
+
+def _eval_passes(cfg: TrainConfig, rows: int, avg: float) -> int:
+    """How often a run scores its held-out rows (every eval_steps, else logging_steps, and at the end)."""
+    if not (cfg.data.held_out or cfg.data.eval_split):
+        return 0
+    t = cfg.training
+    steps = t.max_steps if t.max_steps > 0 else \
+        int(rows * t.num_train_epochs / (t.per_device_train_batch_size * t.gradient_accumulation_steps))
+    return steps // (t.eval_steps or t.logging_steps) + 1
 
 
 def _plan_runs(spec: SweepSpec, raw_base: dict, base_folder: Path, backend: str, flavor: str | None,
                ledger: Ledger) -> tuple[list[PlannedRun], dict[str, dict]]:
     """Every expanded run, planned, and its resolved config (by run id)."""
     experiments = ledger.list()
+    expanded = list(expand(spec))
+    share = min(spec.max_concurrent, settings.local_max_jobs(), len(expanded)) if backend == "local" else 1
     sizes: dict[str, tuple[int, float]] = {}
     runs, configs = [], {}
-    for n, changes in enumerate(expand(spec), start=1):
+    for n, changes in enumerate(expanded, start=1):
         rid = f"r{n:02d}"
         cfg = _checked_run_config(raw_base, spec, changes, rid, base_folder, backend, flavor)
         data_key = json.dumps(cfg.data.model_dump(mode="json"), sort_keys=True)
         if data_key not in sizes:
             sizes[data_key] = data_size(cfg)
         rows, avg = sizes[data_key]
-        expected, timeout = _timing(cfg, spec, backend, flavor, rows, avg)
+        expected, timeout = _timing(cfg, spec, backend, flavor, rows, avg, share)
         cost = estimate(backend, flavor, timeout, 1, expected)
         digest = config_hash_of(identity(cfg))
         runs.append(PlannedRun(
@@ -304,6 +319,9 @@ def build_plan(source: str | Path | dict, base_dir: str | Path | None = None
                                        else ""))
     canary = _choose_canary(spec, live, configs, notes)
     slots = _slots(spec, backend, notes)
+    if backend == "local" and min(slots, len(live)) > 1:
+        notes.append(f"each run's expected_s counts its held-out loss passes and the CPU it shares with the "
+                     f"{min(slots, len(live)) - 1} run(s) beside it")
     total_worst = round(sum(r.worst_case_usd for r in live), 4)
     expected_usd = [r.expected_usd for r in live if r.expected_usd is not None]
     daily_left, within = _check_budget(spec, base.tracking.project, total_worst, notes)
