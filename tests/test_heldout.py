@@ -131,3 +131,25 @@ def test_the_training_script_holds_out_whole_sessions(tmp_path, tiny_model_dir):
     held = select(rows, record)
     kept = [r for r in rows if r not in held]
     assert len(held) == 6 and not {r["session"] for r in held} & {r["session"] for r in kept}
+
+
+def _session_row(name: str, turns: int) -> dict:
+    messages = [{"role": "user", "content": f"task {name}"}]
+    for k in range(turns):
+        messages += [{"role": "assistant", "content": f"step {k} of {name}"}, {"role": "user", "content": "go on"}]
+    return {"source": f"/sessions/{name}.jsonl", "session": name, "messages": messages[:-1]}
+
+
+def test_a_draw_that_takes_most_turns_is_balanced_by_turns():
+    """Trial (a): 2 of 6 sessions drawn held out 79 % of the model turns (one long session). When a plain draw
+    of sessions takes more than max(50 %, 2 x eval_fraction) of the assistant turns, sessions are taken in the same
+    seeded order while the held-out turns stay within the fraction; an even draw is left as it was."""
+    rows = [_session_row("long", 40)] + [_session_row(f"short{i}", 2) for i in range(5)]
+    seed = next(s for s in range(200) if "long" in str(split([_session_row("long", 2)] + rows[1:], 0.3, s)[2]))
+    train, held, record = split(rows, 0.3, seed)
+    assert record.get("balanced") is True and "long" not in json.dumps(record["groups"])
+    held_turns = sum(len([m for m in rows[i]["messages"] if m["role"] == "assistant"]) for i in held)
+    assert 0 < held_turns <= 0.3 * 50 and sorted(train + held) == list(range(6))
+    assert split(rows, 0.3, seed)[2] == record  # the same rows and seed, the same split
+    even = [_session_row("long", 2)] + rows[1:]
+    assert "balanced" not in split(even, 0.3, seed)[2]

@@ -137,3 +137,22 @@ def test_the_card_shows_the_plan_beside_the_measured_peak():
     assert "8.02 GB = weights 0.31 (4bit)" in line and "logits 4.96" in line and "generation" not in line
     assert line.endswith("for 4 × 1024 tokens; measured peak 7.31 GB")
     assert "Memory plan" not in render_card(card_manifest(), SUMMARY, name="x")
+
+
+def test_a_tiny_replica_on_this_machine_is_planned_against_its_ram(tmp_path, short_data):
+    """Trial (a): a tiny:llama3 run was quoted with Llama's 128k vocabulary and "0.00 B parameters from unknown",
+    and a CPU plan was never judged. The replica's own shape is used now, and a CPU run is held to the RAM."""
+    from mcp_server.train.memory import plan_line
+    from mcp_server.train.tiny_model import TINY_VOCAB
+
+    cfg = _config(tmp_path, short_data, model={"name": "tiny:llama3"})
+    plan = memory_plan(cfg, gpu_gb=None, cuda=False, batch=Batch(4, 1024), ram_gb=16.0)
+    assert plan["vocab"] == TINY_VOCAB and 0 < plan["parameters"] < 10**7 and "replica" in plan["from"]
+    assert plan["fits"] is True and "of 16 GB of this machine's RAM (fits)" in plan_line(plan)
+    assert " M parameters" in plan_line(plan)
+    huge = memory_plan(cfg, gpu_gb=None, cuda=False, batch=Batch(64, 65536), ram_gb=16.0)
+    assert huge["fits"] is False and "this machine's RAM offers 14.4 usable" in huge["advice"]
+    assert "quantization" not in huge["advice"]  # no 4-bit on a CPU
+    checks: list = []
+    local = method_of(cfg).memory(cfg, "local", None, checks)
+    assert local["ram_gb"] and checks[0].status == "pass"

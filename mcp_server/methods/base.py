@@ -68,13 +68,15 @@ class Method:
         batch = self.memory_batch(cfg)
         if batch is None:
             return None
+        ram_gb = None
         if backend == "local":
             gpu_gb = _local_gpu_gb()
             cuda = gpu_gb is not None
+            ram_gb = _ram_gb()
         else:
             hardware = flavor_info(backend, flavor)
             gpu_gb, cuda = gpu_memory_gb(hardware), bool(hardware.accelerator)
-        plan = memory_plan(cfg, gpu_gb=gpu_gb, cuda=cuda, batch=batch)
+        plan = memory_plan(cfg, gpu_gb=gpu_gb, cuda=cuda, batch=batch, ram_gb=ram_gb)
         if checks is not None:
             fits = plan["fits"] is not False
             checks.append(Check(name="memory", status="pass" if fits else "fail", detail=plan_line(plan),
@@ -108,6 +110,16 @@ class Method:
     def selection_metric(self, cfg: TrainConfig) -> str:
         """What a sweep of this method ranks its runs on when the spec names no metric."""
         return "eval_loss" if (cfg.data.held_out or cfg.data.eval_split) else "loss"
+
+
+def _ram_gb() -> float | None:
+    """This machine's memory in GB (None where the OS does not say)."""
+    import os
+
+    try:
+        return round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _local_gpu_gb() -> float | None:

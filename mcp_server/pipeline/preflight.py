@@ -210,7 +210,7 @@ def heldout_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
           and summary["turns"] > max(0.5, 2 * data.eval_fraction) * summary["of_turns"]):
         share = summary["turns"] / summary["of_turns"]  # a few long sessions: the draw took most of the data
         checks.append(Check(name="heldout", status="fail", detail=heldout_summary_line(summary) + (
-            f": {share:.0%} of the model turns held out (data.eval_fraction {data.eval_fraction} counts sessions), "
+            f": {share:.0%} of the model turns held out (data.eval_fraction {data.eval_fraction}), "
             f"leaving {summary['of_turns'] - summary['turns']} to train on"),
             fix="name smaller sessions in data.eval_sessions, or try another data.eval_seed"))
     else:

@@ -91,9 +91,11 @@ def _missing_toolsets(name: str, served: tuple[str, ...]) -> str:
 
     text = (skill_dir(name) / "SKILL.md").read_text(encoding="utf-8")
     named = [tool for t in missing for tool in TOOLSETS.get(t, ()) if re.search(rf"\b{tool}\b", text)]
-    missing = [t for t in missing if set(TOOLSETS.get(t, ())) & set(named)] or missing  # only those it names
+    if not named:  # the skill's text names no tool of those toolsets: nothing it says is out of reach
+        return ""
+    missing = [t for t in missing if set(TOOLSETS.get(t, ())) & set(named)]
     extra = ",".join(missing)
-    return (f"[This skill also names {', '.join(named) or 'tools'} (toolset(s) {', '.join(missing)}), which this "
+    return (f"[This skill also names {', '.join(named)} (toolset(s) {', '.join(missing)}), which this "
             f"server does not serve (it serves {', '.join(served)}; every other tool the skill names is served). "
             "Each step with such a tool gives its `tunepack` CLI line; for the "
             f"tools themselves, restart the server with `tunepack serve --toolsets {','.join(served)},{extra}` "

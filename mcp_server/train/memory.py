@@ -160,10 +160,28 @@ def lora_parameters(arch: dict, r: int, targets: str | list[str]) -> int | None:
     return layers * r * sum(sides[t] for t in chosen)
 
 
-def memory_plan(cfg: TrainConfig, *, gpu_gb: float | None, cuda: bool, batch: Batch) -> dict:
-    """The plan in GB, its total against one GPU of ``gpu_gb`` (None: a CPU or this machine, quoted, not judged),
-    and what to change when it does not fit."""
-    arch = architecture(cfg.model.name, cfg.model.revision)
+def tiny_architecture(cfg: TrainConfig) -> dict:
+    """A ``tiny:<family>`` replica: its folder when it is built, else the shape the builder gives it."""
+    from .tiny_model import SIZES, TINY_VOCAB, tiny_model_path
+
+    try:
+        folder = tiny_model_path(cfg)
+    except (OSError, ValueError):  # sessions not converted yet, Hub data: the shape alone
+        folder = None
+    if folder is not None and (folder / "config.json").is_file():
+        return architecture(str(folder))
+    family = cfg.model.name.split(":", 1)[1]
+    shape = {**SIZES, "vocab_size": TINY_VOCAB, "tie_word_embeddings": True,
+             "head_dim": 16 if family == "qwen3" else 32 if family == "gemma4" else None}
+    return {**{k: shape.get(k) for k in ARCH_KEYS}, "parameters": _count(shape), "embeddings": _embeddings(shape),
+            "source": f"the {cfg.model.name} replica's shape (built on first use)"}
+
+
+def memory_plan(cfg: TrainConfig, *, gpu_gb: float | None, cuda: bool, batch: Batch,
+                ram_gb: float | None = None) -> dict:
+    """The plan in GB, its total against one GPU of ``gpu_gb`` (or, on a CPU, this machine's ``ram_gb``; None for
+    both: quoted, not judged), and what to change when it does not fit."""
+    arch = tiny_architecture(cfg) if cfg.model.is_tiny else architecture(cfg.model.name, cfg.model.revision)
     n = arch["parameters"]
     four_bit = cuda and cfg.quantization in ("4bit", "auto")
     full = 2.0 if cuda else 4.0
@@ -189,11 +207,12 @@ def memory_plan(cfg: TrainConfig, *, gpu_gb: float | None, cuda: bool, batch: Ba
     vocab = arch.get("vocab_size") or 0
     logits = tokens * vocab * 4 * 3 / GIB
     total = weights + lora_gb + activations + logits + generation + (OVERHEAD_GB if cuda else 0.0)
-    usable = gpu_gb * HEADROOM if gpu_gb else None
+    usable = gpu_gb * HEADROOM if gpu_gb else ram_gb * HEADROOM if (ram_gb and not cuda) else None
     plan = {"parameters": n, "from": arch["source"], "weights": "4bit" if four_bit else "bfloat16" if cuda else
             "float32", "weights_gb": _gb(weights), "lora_parameters": lora_n, "lora_gb": _gb(lora_gb),
             "activations_gb": _gb(activations), "logits_gb": _gb(logits), "generation_gb": _gb(generation),
-            "total_gb": _gb(total), "gpu_gb": gpu_gb, "fits": None if usable is None else total <= usable,
+            "total_gb": _gb(total), "gpu_gb": gpu_gb, "ram_gb": None if cuda else ram_gb,
+            "fits": None if usable is None else total <= usable,
             "micro_batch": batch.sequences, "tokens_per_sequence": batch.length,
             "gradient_checkpointing": checkpointing, "vocab": vocab or None}
     if usable is not None and total > usable:
@@ -207,7 +226,7 @@ def _gb(value: float) -> float:
 
 def _advice(plan: dict, usable: float, four_bit: bool, checkpointing: bool) -> str:
     steps = []
-    if not four_bit:
+    if not four_bit and plan["gpu_gb"]:
         steps.append("quantization: 4bit (QLoRA)")
     if not checkpointing:
         steps.append("training.gradient_checkpointing: true")
@@ -216,15 +235,18 @@ def _advice(plan: dict, usable: float, four_bit: bool, checkpointing: bool) -> s
                      f"batch) or training.max_length: logits {plan['logits_gb']} GB and activations "
                      f"{plan['activations_gb']} GB grow with both")
     steps.append("a flavor with more GPU memory")
-    return f"needs about {plan['total_gb']} GB, one GPU offers {usable:.1f} usable: " + "; ".join(steps)
+    what = "one GPU" if plan["gpu_gb"] else "this machine's RAM"
+    return f"needs about {plan['total_gb']} GB, {what} offers {usable:.1f} usable: " + "; ".join(steps)
 
 
 def plan_line(plan: dict) -> str:
     """One line for a preflight check or a card."""
-    fits = "" if plan["fits"] is None else \
-        f" of {plan['gpu_gb']:g} GB per GPU ({'fits' if plan['fits'] else 'does not fit'})"
+    where = f"{plan['gpu_gb']:g} GB per GPU" if plan["gpu_gb"] else f"{plan.get('ram_gb') or 0:g} GB of this machine's RAM"
+    fits = "" if plan["fits"] is None else f" of {where} ({'fits' if plan['fits'] else 'does not fit'})"
     extra = f" + generation KV {plan['generation_gb']}" if plan["generation_gb"] else ""
-    return (f"weights {plan['weights_gb']} ({plan['weights']}, {plan['parameters'] / 1e9:.2f} B parameters from "
+    n = plan["parameters"]
+    size = f"{n / 1e9:.2f} B" if n >= 1e8 else f"{n / 1e6:.2f} M"
+    return (f"weights {plan['weights_gb']} ({plan['weights']}, {size} parameters from "
             f"{plan['from']}) + LoRA and its optimizer {plan['lora_gb']} + activations {plan['activations_gb']} + "
             f"logits {plan['logits_gb']}{extra} = {plan['total_gb']} GB for a micro-batch of {plan['micro_batch']} x "
             f"{plan['tokens_per_sequence']} tokens{fits}")

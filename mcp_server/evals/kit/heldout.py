@@ -146,12 +146,16 @@ def split(rows: Iterable[dict], fraction: float | None, seed: int, messages_colu
           names: list[str] | None = None) -> tuple[list[int], list[int], dict]:
     """(train indices, held-out indices, record): round(fraction x groups) whole groups held out (at least one,
     never all), or the groups ``names`` names; the same rows and seed give the same split, whatever the rows'
-    order."""
+    order. When a few long sessions would take more than max(50 %, 2 x fraction) of the model turns, the draw is
+    balanced instead: groups in the same seeded order, each taken while the held-out share of assistant turns
+    stays within the fraction (the lightest group when none fits); the record says ``balanced``."""
     if not names and not (fraction and 0 < fraction < 1):
         raise HeldoutError(f"The held-out fraction {fraction} is not between 0 and 1.",
                            "set data.eval_fraction to a share such as 0.1.")
+    rows = list(rows)
     keys, hashes = heldout_groups(rows, messages_column)
     by = heldout_by(hashes)
+    balanced = False
     if len(hashes) < 2:
         what = "no rows" if not hashes else f"a single {by} ({len(keys)} rows)"
         raise HeldoutError(f"The training data holds {what}: holding out part of it for evaluation would put the "
@@ -165,7 +169,18 @@ def split(rows: Iterable[dict], fraction: float | None, seed: int, messages_colu
                                "name fewer sessions.")
     else:
         count = min(max(1, round((fraction or 0) * len(hashes))), len(hashes) - 1)
-        chosen = set(sorted(hashes, key=lambda key: heldout_rank(seed, key))[:count])
+        ranked = sorted(hashes, key=lambda key: heldout_rank(seed, key))
+        chosen = set(ranked[:count])
+        weight = _turn_weights(rows, keys, messages_column)
+        total = sum(weight.values())
+        balanced = sum(weight[k] for k in chosen) > max(0.5, 2 * (fraction or 0)) * total
+        if balanced:
+            chosen, held = set(), 0
+            for key in ranked:
+                if held + weight[key] <= (fraction or 0) * total:
+                    chosen.add(key)
+                    held += weight[key]
+            chosen = chosen or {min(ranked, key=lambda k: weight[k])}
     heldout = [i for i, key in enumerate(keys) if key in chosen]
     train = [i for i, key in enumerate(keys) if key not in chosen]
     groups = [{"id": key, "sha256": heldout_digest(hashes[key]), "rows": len(hashes[key])} for key in sorted(chosen)]
@@ -173,7 +188,20 @@ def split(rows: Iterable[dict], fraction: float | None, seed: int, messages_colu
                     "total_groups": len(hashes), "messages_column": messages_column}
     if names:
         record["named"] = list(names)
+    elif balanced:
+        record["balanced"] = True
     return train, heldout, record
+
+
+def _turn_weights(rows: Iterable[dict], keys: list[str], messages_column: str) -> dict[str, int]:
+    """Each group's assistant messages (at least one per row): what a held-out share of "model turns" counts."""
+    weight: dict[str, int] = {}
+    for row, key in zip(rows, keys, strict=True):
+        messages = row.get(messages_column)
+        turns = sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant") \
+            if isinstance(messages, list) else 0
+        weight[key] = weight.get(key, 0) + max(1, turns)
+    return weight
 
 
 def select(rows: Iterable[dict], record: dict, messages_column: str | None = None) -> list[dict]:

@@ -130,13 +130,16 @@ def heldout_summary(rows: list[dict], record: dict, names: int = 12) -> dict:
     every = sum(len(row_turns(row, group_key(row, column))) for row in rows)
     return {"sessions": len(record["groups"]), "of": record["total_groups"], "names": shown[:names],
             "rows": len(held), "turns": len(turns), "of_turns": every, "call_turns": sum(1 for t in turns if t.reference),
-            "tools": dict(tools.most_common()), "seed": record["seed"], "named": bool(record.get("named"))}
+            "tools": dict(tools.most_common()), "seed": record["seed"], "named": bool(record.get("named")),
+            "balanced": bool(record.get("balanced"))}
 
 
 def heldout_summary_line(summary: dict) -> str:
     names = ", ".join(summary["names"]) + (" …" if summary["sessions"] > len(summary["names"]) else "")
     tools = ", ".join(f"{name} {n}" for name, n in list(summary["tools"].items())[:6]) or "none"
-    how = "named in data.eval_sessions" if summary["named"] else f"drawn with data.eval_seed {summary['seed']}"
+    how = "named in data.eval_sessions" if summary["named"] else f"drawn with data.eval_seed {summary['seed']}" + (
+        ", sessions taken while the held-out turns stay within data.eval_fraction (a plain draw of sessions took "
+        "most of the turns)" if summary.get("balanced") else "")
     of = f" of {summary['of_turns']}" if summary.get("of_turns") else ""
     return (f"held out {summary['sessions']} of {summary['of']} sessions ({how}: {names}): {summary['turns']}{of} "
             f"model turns, {summary['call_turns']} with a tool call; first calls by tool: {tools}")
