@@ -6,7 +6,13 @@ cache; it pins an older transformers than the project). The replica is the Llama
 merged export of `tunepack export --merge`. For the base, base + adapter (vLLM's LoRA) and the merged model:
 the kit's answers, the first 32 greedy tokens of 20 prompts, and the teacher-forced log-probs of reference
 completions, compared with transformers (+ PEFT). Greedy tokens must agree except where transformers' top-2
-margin is a near tie; every divergence is listed with its position and margin. About 4 minutes (2 engine starts).
+margin is a near tie; every divergence is listed with its position and margin. About 2.5 minutes (20 training
+steps, the export, 2 engine starts); the environment's first build about 3 more.
+
+Measured: float32 on both sides, 60 of 60 prompts agree on all 32 tokens, teacher-forced |Δ log-prob| ≤ 2e-6. With
+vLLM's default dtype a float32 checkpoint is cast to bfloat16 on CPU: 14 of 20 base prompts and 3 of 20 merged ones
+then diverge (top-2 margins 1e-4 to 0.05) and |Δ log-prob| reaches 2.6e-2, so the kit asks vLLM for float32 on a
+CPU, as its transformers path runs.
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ from support.vllm_env import vllm_python
 pytestmark = pytest.mark.slow
 NEW_TOKENS = 32
 PROMPTS = 20
-NEAR_TIE = 0.05  # a top-2 log-prob margin under this may flip between two correct implementations
-LOGPROB_TOLERANCE = 2e-3  # |vLLM - transformers| per teacher-forced token, float32 on both sides
+NEAR_TIE = 1e-3  # float32 on both sides: a top-2 log-prob margin under this may flip between two correct kernels
+LOGPROB_TOLERANCE = 1e-4  # |vLLM - transformers| per teacher-forced token, float32 on both sides (measured 2e-6)
 
 
 @pytest.fixture(scope="module")
@@ -94,10 +100,11 @@ def test_vllm_on_cpu_agrees_with_transformers_token_by_token(models, tmp_path):
         messages = row["messages"]
         cut = next(i for i, m in enumerate(messages) if m["role"] == "assistant")
         prompts.append([messages[:cut], None])
-        prompt_ids = tokenizer.apply_chat_template(messages[:cut], add_generation_prompt=True, tokenize=True)
-        prompt_ids = list(prompt_ids["input_ids"] if isinstance(prompt_ids, dict) else prompt_ids)
-        full = tokenizer.apply_chat_template(messages[:cut + 1], tokenize=True)
-        full = list(full["input_ids"] if isinstance(full, dict) else full)
+        def ids(text: str) -> list[int]:  # the kit's way: the template's text, no special tokens added
+            return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+        prompt_ids = ids(tokenizer.apply_chat_template(messages[:cut], add_generation_prompt=True, tokenize=False))
+        full = ids(tokenizer.apply_chat_template(messages[:cut + 1], tokenize=False))
         references.append([prompt_ids, full[len(prompt_ids):]])
     job = {"base": models["base"], "adapter": models["adapter"], "merged": models["merged"], "prompts": prompts,
            "references": references, "new_tokens": NEW_TOKENS}
@@ -121,8 +128,9 @@ def test_vllm_on_cpu_agrees_with_transformers_token_by_token(models, tmp_path):
                 same += 1
             else:
                 divergences.append((label, i, first, round(margins[first], 5)))
-            forced = _forced(model, *references[i])
-            worst = max(worst, max(abs(a - b) for a, b in zip(forced, got["forced"][i], strict=True)))
+            if "forced" in got:  # the merged engine (no LoRA): teacher-forced log-probs too
+                forced = _forced(model, *references[i])
+                worst = max(worst, max(abs(a - b) for a, b in zip(forced, got["forced"][i], strict=True)))
         report.append(f"{label}: {same}/{len(got['prompt_ids'])} prompts agree on all {NEW_TOKENS} tokens")
         assert all(isinstance(text, str) for text in got["kit"]) and len(got["kit"]) == PROMPTS
     summary = "; ".join(report) + f"; divergences (variant, prompt, position, top-2 margin): {divergences}; " \

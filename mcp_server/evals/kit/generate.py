@@ -216,7 +216,9 @@ def load_generator(model: dict, backend: str = "auto") -> Generator:
     if use_vllm(backend):
         from vllm import LLM
 
-        engine = LLM(model=model["base"], enable_lora=bool(model.get("adapter")), max_lora_rank=256)
+        # on a CPU in float32, as the transformers path runs there (vLLM's "auto" casts a float32 checkpoint down)
+        engine = LLM(model=model["base"], enable_lora=bool(model.get("adapter")), max_lora_rank=256,
+                     **({} if cuda_available() else {"dtype": "float32"}))
         return Generator(model, tokenizer, engine, "vllm")
     return Generator(model, tokenizer, _hf_model(model), "hf")
 
