@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import TrainConfig
+from ..errors import TunepackError
 
 GIB = 2**30
 NF4_BYTES = 0.56
@@ -166,8 +167,8 @@ def tiny_architecture(cfg: TrainConfig) -> dict:
 
     try:
         folder = tiny_model_path(cfg)
-    except (OSError, ValueError):  # sessions not converted yet, Hub data: the shape alone
-        folder = None
+    except (OSError, ValueError, TypeError, TunepackError):  # sessions not converted yet, Hub data, a starting
+        folder = None  # adapter not found: the shape alone
     if folder is not None and (folder / "config.json").is_file():
         return architecture(str(folder))
     family = cfg.model.name.split(":", 1)[1]
