@@ -116,7 +116,8 @@ class DataSection(Section):
     eval_split: str | None = Field(None, description="A split to evaluate on during training.")
     eval_fraction: float | None = Field(
         None, gt=0, lt=0.5, description="Hold out this share of the sessions (or conversations) for evaluation: "
-        "above 0 and below 0.5, whole sessions, at least one.")
+        "above 0 and below 0.5, whole sessions, at least one; when a few long sessions would take most of the model "
+        "turns, sessions are taken instead while the held-out turns stay within this share.")
     eval_seed: int = Field(0, description="Seed of the held-out draw, on its own: runs of a sweep over "
                            "training.seed keep one held-out set.")
     eval_sessions: list[str] | None = Field(
