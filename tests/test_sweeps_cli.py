@@ -14,7 +14,10 @@ def test_plan_table_and_json():
     assert lines[0].startswith("sweep demo-lr-rank of tiny:qwen3 (sft): 4 runs on local, at most 2 at once; canary r02 "
                                "(2 clean steps)")
     assert "| r02 | training.learning_rate=0.003, lora.r=16 | local | 1 |" in out.stdout and "canary |" in out.stdout
-    assert lines[-1].startswith("total: up to $0.00") and lines[-1].endswith("within budget")
+    total = next(line for line in lines if line.startswith("total:"))
+    assert total.startswith("total: up to $0.00") and total.endswith("within budget")
+    assert lines[-1] == "note: each run's expected_s counts its held-out loss passes and the CPU it shares with the 1 " \
+        "run(s) beside it"
     data = json.loads(run_cli("sweep", "plan", "examples/sweep.yaml", "--json", timeout=120).stdout)
     assert data["total_runs"] == 4 and data["runs"][0]["changes"] == {"training.learning_rate": 0.003, "lora.r": 8}
     assert (data["model"], data["method"]) == ("tiny:qwen3", "sft")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 import tomllib
 
 from packaging.requirements import Requirement
@@ -26,6 +27,8 @@ JOB_PYTHON = "3.12"  # the HF Jobs uv image
 JOB_PLATFORM = "x86_64-manylinux_2_28"
 SHOWN = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "bitsandbytes", "vllm", "trackio")
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)")
+LIVE_FOR_S = 3600.0  # a resolution on the live index is reused this long in one process; a fixed day's, always
+_SEEN: dict[tuple, tuple[float, "Resolution"]] = {}
 
 
 class Resolution(BaseModel):
@@ -69,6 +72,18 @@ def resolve(deps: list[str], *, exclude_newer: str | None = None, within: dict[s
     then (default TUNEPACK_RESOLVE_BEFORE, else the live index). ``within``: package -> the range it must land in
     (vLLM inside what the pinned TRL supports), a resolution outside it is refused."""
     exclude_newer = exclude_newer or settings.resolve_before()
+    key = (tuple(deps), exclude_newer, tuple(sorted((within or {}).items())))
+    seen = _SEEN.get(key)
+    if seen is not None and (exclude_newer or time.time() - seen[0] < LIVE_FOR_S):
+        return seen[1].model_copy(deep=True)
+    found = _resolve(deps, exclude_newer, within, timeout_s)
+    if found.ok is not None:  # an unreachable index is asked again next time
+        _SEEN[key] = (time.time(), found)
+    return found.model_copy(deep=True)
+
+
+def _resolve(deps: list[str], exclude_newer: str | None, within: dict[str, str] | None,
+             timeout_s: float) -> Resolution:
     uv = _uv()
     if uv is None:
         return Resolution(ok=None, resolver="none", problem="uv is not installed here, so the job's environment "
