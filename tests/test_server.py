@@ -486,6 +486,8 @@ def test_a_call_that_did_not_do_what_was_asked_is_an_error_with_its_outcome(tmp_
     waited = session(flow)
     assert waited.is_error and waited.structured_content["job"]["stage"] == "ERROR"
     assert text(waited).startswith(f"Job {waited.structured_content['job']['id']} ended ERROR:") and "Fix:" in text(waited)
+    first_line = text(waited).split("\n\n", 1)[0]
+    assert first_line.count(" Fix: ") == 1, first_line  # trial (a): the error's own fix, not a second generic one
 
     selection = Selection(sweep_id="s1", sweep_status="finished", metric={"name": "eval_loss"}, ranking=[], best=None,
                           recorded=False, ledger_note="", table="", next_step="read sweep_status")

@@ -141,7 +141,8 @@ def _result(name: str, result: Any) -> Any:
         return result
     data = result.model_dump(mode="json")
     fix = data.get("next_step") or "read the result below: it says what was done and what was not."
-    text = f"{failure} Fix: {fix}\n\n" + json.dumps(data, indent=1, default=str)
+    said = f"{failure} Fix: {fix}" if " Fix: " not in failure else failure  # the failure already names its fix
+    text = f"{said}\n\n" + json.dumps(data, indent=1, default=str)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data, is_error=True)
 
 
