@@ -111,3 +111,18 @@ def test_reference_models_never_enter_model_index():
     card = apply_to_card(CARD, both, name="my-grpo")
     assert "| Starting adapter |" in card and "0.375" not in card.split("---", 2)[1]  # not in the metadata
     assert "0.75" not in card.split("---", 2)[1]
+
+
+def test_a_model_that_never_calls_gets_a_note_under_its_perfect_stop():
+    """Trial (a): base and adapter wrote nonsense and scored `stop 1.000`: every answer without a call counts as a
+    right stop. The table says so when a model's `parses` is 0."""
+    r = _with_references()
+    row = r["tasks"][-1]
+    silent = {"parses": {"score": 0.0, "low": 0.0, "high": 0.4, "n": 5}, "stop": {"score": 1.0, "low": 0.6, "high": 1.0,
+                                                                                 "n": 5}}
+    row["metrics"] = {"base": dict(silent), "adapter": {**silent, "parses": {**silent["parses"], "score": 0.4}}}
+    text = results_markdown(r)
+    assert "The base model wrote no tool call that parses: `stop` counts every answer without a call as right" in text
+    row["metrics"]["adapter"] = dict(silent)
+    assert "The base model and base + adapter wrote no tool call" in results_markdown(r)
+    assert "wrote no tool call" not in results_markdown(_with_references())

@@ -135,6 +135,11 @@ def next_action_markdown(results: dict) -> list[str]:
     for name, ref in (adapter or base or floor).items():
         lines.append(f"| {name} | {ref['n']} | {_cell(floor.get(name))} | "
                      + " | ".join(_action_cell(row, label, name) for label in ("base", "adapter", *dict(refs))) + " |")
+    silent = [title for title, m in (("the base model", base), ("base + adapter", adapter))
+              if (m.get("parses") or {}).get("score") == 0 and (m.get("stop") or {}).get("score")]
+    if silent:  # a model that never calls scores every no-call turn as a right stop, nonsense included
+        lines += ["", f"{' and '.join(silent).capitalize()} wrote no tool call that parses: `stop` counts every answer "
+                  "without a call as right, whatever it says; read it beside `parses` and `action_type`."]
     return lines
 
 
