@@ -211,7 +211,7 @@ def cmd_preflight(args) -> None:
         info = follow(backend, report.smoke_job.id, None if args.json else progress(False), cancel=True)
         report = report.model_copy(update={"smoke_job": info})
     if report.remote_job and args.wait:  # backend hf: its mask check as an HF job; the verdict is its own
-        from ..pipeline.preflight import settle_remote_check
+        from ..pipeline.preflight_remote import settle_remote_check
 
         hf = get_backend("hf")
         info = follow(hf, report.remote_job.id, None, cancel=True)

@@ -4,16 +4,15 @@ Checks what can be checked at once (config, data shape, model reference, cost an
 chosen flavor, remote permissions), then starts one local job that runs the real config's mask
 check (``--check-only``, with the real tokenizer) and a smoke run of a few steps with the tiny
 model on the same data. The tool returns the checks and the job id; the job's
-``TUNEPACK_PREFLIGHT`` line carries the rest.
+``TUNEPACK_PREFLIGHT`` line carries the rest. The HF half (permissions, the job spec, the job's environment, the
+mask check as an HF job) is preflight_remote.py; the report's shape is preflight_report.py.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
-
-from ..approval import Consent, Decision
+from ..approval import Consent
 from ..config import TrainConfig, load_config
 from ..errors import ConfigError, TunepackError
 from ..home import home_dir, trackio_dir
@@ -24,26 +23,12 @@ from ..traces.spine import training_config
 from ..train.render import config_hash, run_name_for
 from ..train.tiny_model import tiny_model_path
 from .placement import placement
+from .preflight_remote import job_env_check, job_spec_check, remote_checks, start_remote_check
+from .preflight_report import RETRY, PreflightReport, fail_check
 from .records import Check, PreflightPlan, SmokePlan
 from .run import check_rows
 
 SMOKE_STEPS = 3
-
-
-class PreflightReport(BaseModel):
-    ok: bool
-    checks: list[Check]
-    cost: CostEstimate | None = None
-    smoke_job: JobInfo | None = None
-    remote_job: JobInfo | None = None  # backend hf: the mask check as an HF job on cpu-basic
-    heldout: dict | None = None  # the held-out sessions: names, turns, tool-call turns, tools (before any training)
-    eval_time: dict | None = None  # eval.tasks: each task's items and expected seconds on this backend, vs the timeout
-    job_env: dict | None = None  # backend hf: the run script's header resolved for the job (versions, or why not)
-    memory: dict | None = None  # SFT/GRPO: weights, LoRA + optimizer, activations, logits on one GPU of the flavor
-    distill: dict | None = None  # training.method distill: mode, divergence, teacher, tokenizers, memory quote
-    grpo: dict | None = None  # training.method grpo: rewards, monitors, sizing, generation path, start, ceiling
-    approval: dict | None = None  # GRPO on a paid flavor, not yet approved: the decision (quote, approval_token)
-    next_step: str
 
 
 def smoke_family(cfg: TrainConfig) -> str:
@@ -74,83 +59,6 @@ def smoke_config(cfg: TrainConfig) -> TrainConfig:
         "output": cfg.output.model_copy(update={"adapter_dir": None, "hub_repo_id": None})})
 
 
-def remote_checks(cfg: TrainConfig, backend: str) -> list[Check]:
-    """Token valid; can write the output repo's namespace; can run jobs in the job namespace."""
-    from ..hf_auth import permissions
-
-    try:
-        who = permissions()
-    except TunepackError as exc:
-        return [Check(name="hf_token", status="fail", detail=exc.problem, fix=exc.fix)]
-    out = [Check(name="hf_token", status="pass", detail=f"token of '{who.user}' (role {who.role})")]
-    target = cfg.output.hub_repo_id or f"{who.user}/{cfg.registry_name}"
-    owner = target.split("/")[0]
-    out.append(Check(name="hub_write", status="pass" if owner in who.can_write else "fail",
-                     detail=f"{'can' if owner in who.can_write else 'cannot'} write repos in '{owner}' ({target})",
-                     fix=None if owner in who.can_write else
-                     f"use a token with write access to '{owner}', or set output.hub_repo_id in a namespace "
-                     f"the token can write ({', '.join(who.can_write) or 'none'})"))
-    if backend != "local":
-        ok = who.user in who.can_run_jobs
-        out.append(Check(name="jobs_namespace", status="pass" if ok else "fail",
-                         detail=f"{'can' if ok else 'cannot'} submit jobs in '{who.user}'",
-                         fix=None if ok else f"use a token with job.write on '{who.user}'"))
-    return out
-
-
-def _job_spec_check(cfg: TrainConfig, flavor: str | None, timeout: int | None) -> Check:
-    """The job as huggingface_hub and the Hub would take it (jobs/hf_rules.py): flavor in the live hardware list,
-    the timeout's format, the names of the run (a job name) and of the secrets."""
-    from ..jobs import available_hardware
-    from ..jobs.hf_rules import check_job
-
-    flavor = flavor or cfg.job.flavor or "cpu-basic"
-    try:
-        seconds = check_job(flavor, timeout or 1800, {"project": cfg.tracking.project}, ["HF_TOKEN"], [],
-                            [h.name for h in available_hardware("hf")], name=run_name_for(cfg))
-    except TunepackError as exc:
-        return _fail("hf_job_spec", exc)
-    return Check(name="hf_job_spec", status="pass",
-                 detail=f"flavor {flavor} is in the hardware list; timeout {seconds} s; names as HF Jobs reads them")
-
-
-def _job_env_check(cfg: TrainConfig, checks: list[Check]) -> dict | None:
-    """The run script's header resolved as its HF job's `uv run` will (jobs/resolve.py), vLLM inside the range the
-    pinned TRL supports; and the header of the eval job that follows when eval.tasks are set: the versions each
-    gets, or the reason it would fail installing them, before the GPU is billed."""
-    from ..evals.render import eval_pins
-    from ..jobs.resolve import header_dependencies, resolve
-    from ..methods import render_script
-    from ..methods.grpo import VLLM_FOR_TRL
-
-    try:
-        text = render_script(cfg, run_name=f"preflight-{run_name_for(cfg)}")
-    except TunepackError as exc:
-        checks.append(_fail("job_env", exc))
-        return None
-    vllm_range = VLLM_FOR_TRL.removeprefix("vllm")
-    env = resolve(header_dependencies(text), within={"vllm": vllm_range})
-    found = env.model_dump()
-    labelled = [("job_env", env)]
-    if cfg.eval.tasks:
-        evaluation = resolve(eval_pins(cfg.eval.backend), within={"vllm": vllm_range})
-        found["eval"] = evaluation.model_dump()
-        labelled.append(("job_env_eval", evaluation))
-    for name, got in labelled:
-        status = {True: "pass", False: "fail", None: "skipped"}[got.ok]
-        checks.append(Check(name=name, status=status, detail=(("eval job: " if name != "job_env" else "")
-                                                              + (got.line() if got.ok else str(got.problem))),
-                            fix=got.fix))
-    return found
-
-
-RETRY = "fix the failed check and run preflight again"
-
-
-def _fail(name: str, exc: TunepackError) -> Check:
-    return Check(name=name, status="fail", detail=exc.problem, fix=exc.fix)
-
-
 def _model_check(cfg: TrainConfig) -> Check:
     if cfg.model.is_tiny:
         return Check(name="model", status="pass", detail=f"{cfg.model.name}: built from the data on first use")
@@ -165,14 +73,14 @@ def _load_checked(config_path: str | Path, checks: list[Check]) -> TrainConfig |
     try:
         cfg = load_config(config_path)
     except TunepackError as exc:
-        checks.append(_fail("config", exc))
+        checks.append(fail_check("config", exc))
         return None
     checks.append(Check(name="config", status="pass", detail=f"valid; run name base '{cfg.run_name}'"))
     try:
         cfg = training_config(cfg)  # data.format traces: every check below sees the converted chat rows
         rows = check_rows(cfg)
     except TunepackError as exc:
-        checks.append(_fail("data", exc))
+        checks.append(fail_check("data", exc))
         return None
     checks.append(Check(name="data", status="pass" if rows else "pending",
                         detail=method_of(cfg).rows_line(rows) if rows else
@@ -262,7 +170,7 @@ def _quote(backend: str, flavor: str | None, timeout_s: int | None, checks: list
     try:
         cost = estimate(backend, flavor, timeout_s)
     except TunepackError as exc:
-        checks.append(_fail("cost", exc))
+        checks.append(fail_check("cost", exc))
         return None
     checks.append(Check(name="cost", status="pass",
                         detail=f"{cost.flavor} at ${cost.price_per_hour_usd:.2f}/h: worst case ${cost.worst_case_usd:.2f}"
@@ -296,84 +204,6 @@ def _start_smoke(cfg: TrainConfig, checks: list[Check]) -> JobInfo:
     return job
 
 
-REMOTE_CHECK_FLAVOR = "cpu-basic"  # the cheapest machine: the mask check needs the tokenizer, not a GPU
-REMOTE_CHECK_TIMEOUT_S = 1800
-
-
-def _start_remote_check(cfg: TrainConfig, checks: list[Check], flavor: str | None = None,
-                        consent: Consent | None = None, rl: bool = False) -> tuple[JobInfo | None, Decision | None]:
-    """The real config's first steps as an HF job: it proves the job starts, its pinned packages install, the data
-    repo and the tokenizer load at their pinned commits and the masks verify there — what the paid run will meet
-    first. Default: the mask check on cpu-basic (cents, charged to the budget). ``rl`` (GRPO, `tunepack rl-check`):
-    the RL check (``--rl-check``: the ceiling in the job's sandbox and the starting model's groups, which need
-    the real model on its GPU) on the run's own flavor, quoted and approved like any paid job. Returns (the job,
-    or the decision still waiting for a human's yes)."""
-    from ..approval import spend
-    from ..jobs import get_backend
-    from .remote import prepare_remote
-
-    where = (flavor or cfg.job.flavor or "a10g-small") if rl else REMOTE_CHECK_FLAVOR
-    timeout = RL_CHECK_TIMEOUT_S if rl else REMOTE_CHECK_TIMEOUT_S
-    name = "remote_rl_check" if rl else "remote_mask_check"
-    run_name = f"{'rlcheck' if rl else 'preflight'}-{run_name_for(cfg)}"
-    run_dir = home_dir("runs", run_name)
-    cost = estimate("hf", where, timeout)
-
-    def submit() -> JobInfo:
-        plan = prepare_remote(cfg)
-        script = write_script(plan.config, run_dir / "remote_check.py", run_name=run_name,
-                              mounts=plan.cache.paths(), cache_bucket=plan.cache.bucket)
-        return get_backend("hf").submit(JobSpec(
-            script=str(script), args=["--rl-check" if rl else "--check-only"], name=run_name, flavor=where,
-            timeout_s=timeout, secrets=["HF_TOKEN"], volumes=plan.cache.mounts, env=plan.cache.env,
-            labels={"project": cfg.tracking.project, "run": run_name, "stage": "preflight",
-                    "config_hash": config_hash(cfg)}))
-
-    action = "rl_check" if rl else "pipeline_preflight"
-    try:
-        outcome = spend(action, {"config_hash": config_hash(cfg), "flavor": where, "timeout_s": timeout}, cost,
-                        cfg.tracking.project, submit, consent or Consent())
-    except TunepackError as exc:
-        if rl:
-            raise
-        checks.append(_fail(name, exc))
-        return None, None
-    job = outcome.job
-    if job is None:  # a paid flavor waits for a human's yes
-        checks.append(Check(name=name, status="pending", detail=outcome.decision.message,
-                            fix="show the quote to the human; run the command again with --yes once they agree"))
-        return None, outcome.decision
-    what = ("the ceiling in the job's sandbox and the starting model's groups (its TUNEPACK_RLCHECK line)" if rl
-            else "the mask check (its TUNEPACK_MASK line)")
-    checks.append(Check(name=name, status="pending",
-                        detail=f"HF job {job.id} on {where} (worst case ${cost.worst_case_usd:.3f}): the real "
-                               f"tokenizer and the data at their pinned commits, {what}"))
-    return job, None
-
-
-def settle_remote_check(report: PreflightReport, info: JobInfo, log_text: str) -> PreflightReport:
-    """The report once its HF mask-check job has ended: ``remote_mask_check`` pass (its TUNEPACK_MASK line, with
-    what it checked) or fail (the job's own error), ``ok`` and the next step following; a job still running
-    leaves it pending."""
-    from ..jobs import failure_error, markers
-
-    if not info.done:
-        return report
-    found = markers.parse(log_text).get("MASK", [])
-    if info.stage == "COMPLETED" and found:
-        mask = found[-1]
-        check = Check(name="remote_mask_check", status="pass", detail=f"HF job {info.id}: the real tokenizer and "
-                      f"the data at their pinned commits; {mask.get('rows_checked', '?')} rows mask-checked, "
-                      f"{mask.get('rows_dropped', 0)} dropped")
-    else:
-        err = failure_error(info, log_text)
-        check = Check(name="remote_mask_check", status="fail", detail=f"HF job {info.id}: {err.problem}", fix=err.fix)
-    checks = [check if c.name == "remote_mask_check" else c for c in report.checks]
-    ok = report.ok and check.status == "pass"
-    return report.model_copy(update={"checks": checks, "ok": ok, "remote_job": info,
-                                     "next_step": report.next_step if ok else RETRY})
-
-
 def rl_check(config_path: str | Path, *, flavor: str | None = None, consent: Consent | None = None) -> PreflightReport:
     """GRPO's RL check with the real model on its HF Jobs GPU (`tunepack rl-check`): the same script as the run with
     ``--rl-check`` on the run's flavor — the ceiling, the sizing, the starting model's groups — quoted, and only
@@ -389,7 +219,7 @@ def rl_check(config_path: str | Path, *, flavor: str | None = None, consent: Con
     grpo = method.preflight(cfg, "hf", flavor, checks)
     if any(c.status == "fail" for c in checks):
         return PreflightReport(ok=False, checks=checks, grpo=grpo, next_step=RETRY)
-    job, waiting = _start_remote_check(cfg, checks, flavor, consent, rl=True)
+    job, waiting = start_remote_check(cfg, checks, flavor, consent, rl=True)
     if waiting is not None:
         return PreflightReport(ok=False, checks=checks, grpo=grpo, approval=waiting.model_dump(mode="json"),
                                next_step=waiting.message)
@@ -423,13 +253,13 @@ def preflight(config_path: str | Path, *, backend: str | None = None, flavor: st
     if backend != "local" or cfg.output.hub_repo_id or cfg.tracking.space_id:
         checks.extend(remote_checks(cfg, backend))
         if backend == "hf":
-            checks.append(_job_spec_check(cfg, flavor, timeout_s or cfg.job.timeout_s))
-            done["job_env"] = _job_env_check(cfg, checks)
+            checks.append(job_spec_check(cfg, flavor, timeout_s or cfg.job.timeout_s))
+            done["job_env"] = job_env_check(cfg, checks)
         if any(c.status == "fail" for c in checks):
             return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     if not smoke:
         return PreflightReport(ok=True, checks=checks, next_step="run the pipeline (pipeline_run)", **done)
-    remote = _start_remote_check(cfg, checks)[0] if backend == "hf" else None
+    remote = start_remote_check(cfg, checks)[0] if backend == "hf" else None
     if backend == "hf" and remote is None:
         return PreflightReport(ok=False, checks=checks, next_step=RETRY, **done)
     job = _start_smoke(cfg, checks)
