@@ -218,6 +218,9 @@ def test_a_grpo_run_with_the_tests_reward_runs_the_code_in_the_sandbox(tmp_path)
     # both ways out: warm the start up on the task's answers, or (already warmed) say the model is too weak
     for words in ("never earns the reward", "fine-tuned on this task's own answers", "too weak for the task"):
         assert words in refused.stderr
+    # trial (b): on a replica, say first that no warm-up on this machine can help, and what can be shown here
+    assert "is a CPU replica with random weights: no SFT on this machine makes it pass these tests" in refused.stderr
+    assert "grpo.rewards: {format: 1.0}" in refused.stderr and "tunepack rl-check CONFIG" in refused.stderr
 
 
 def _logs(train, clipped=None, flat=None, evals=()):
