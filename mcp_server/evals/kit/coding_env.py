@@ -32,7 +32,7 @@ from typing import Any
 
 from .problems import Problem
 from .sandbox import Limits
-from .verdict import _result_line, decode, judge, new_nonce, trial_for
+from .verdict import _result_line, decode, new_nonce, score
 
 NO_CODE_PENALTY = 0.2  # the rollout never ran code: no run_python, no run_tests
 OVER_BUDGET_PENALTY = 0.1  # the rollout called tools past its budget (runaway tool calls)
@@ -219,8 +219,7 @@ class CodingEnv:
 
     def _check(self, test: str) -> tuple[bool, str]:
         problem = Problem(id=f"{self.problem_id}:test", benchmark="mbpp", text="", tests=test, setup=self.setup)
-        trial, nonce = trial_for(problem, f"```python\n{self._program()}\n```"), new_nonce()
-        verdict = judge(trial, nonce, self.box.run_trial(trial.payload, nonce, Limits(timeout_s=self.timeout_s)))
+        verdict = score(self.box, problem, f"```python\n{self._program()}\n```", Limits(timeout_s=self.timeout_s))
         return verdict.passed, verdict.reason
 
     def _spend(self, tool: str) -> str | None:

@@ -8,6 +8,10 @@
                ``trusted`` (HumanEval); "shared": a copy of the module's names, then ``trusted`` (MBPP setup)
   trusted      code of the benchmark, run into the tests' namespace after the module
   entry_point  the function under test: the tests see it wrapped so that it returns plain values only
+  answer_names the answer's names the tests use ("shared"): each callable wrapped like the entry point, each
+               other value copied as a plain value (or left out)
+  preload      the modules the benchmark's code imports, loaded before the answer runs so that its callables
+               are noted too
   probes       expressions whose values come back, encoded by type (the parent compares them)
   tests        statements run after the probes when the tests cannot be split into values ("" otherwise)
 
@@ -116,14 +120,38 @@ class _Guard:
         self.gettrace, self.getprofile = sys.gettrace, sys.getprofile
         self.builtins = dict(builtins.__dict__)
         self.modules = dict(sys.modules)
-        self.noted = [(name, module.__dict__, key, value) for name, module in self.modules.items()
-                      if module is not None and isinstance(getattr(module, "__dict__", None), dict)
-                      for key, value in list(module.__dict__.items())
-                      if callable(value) or type(value) is type(sys)]
+        self.noted = self._note(self.modules)
+        self.watched: list = []
+
+    @staticmethod
+    def _note(modules: dict) -> list:
+        return [(name, module.__dict__, key, value) for name, module in modules.items()
+                if module is not None and isinstance(getattr(module, "__dict__", None), dict)
+                for key, value in list(module.__dict__.items())
+                if callable(value) or type(value) is type(sys)]
+
+    def preload(self, names) -> None:
+        """Import the benchmark's modules before the answer runs and note their callables as well."""
+        for name in names or ():
+            try:
+                __import__(str(name))
+            except BaseException:  # noqa: BLE001, S110 - a module the sandbox lacks: the tests will say so
+                pass
+        new = {k: v for k, v in sys.modules.items() if k not in self.modules}
+        self.modules.update(new)
+        self.noted = self.noted + self._note(new)
+
+    def watch(self, namespace: dict) -> None:
+        """Note the tests' namespace and their builtins: an answer that rebinds one of their names while it runs
+        (through its frames or the garbage collector) fails."""
+        for ns in (namespace, namespace.get("__builtins__")):
+            if type(ns) is dict:
+                self.watched.append((ns, list(ns.items())))
 
     def copy(self) -> "_Guard":
         twin = object.__new__(_Guard)
-        twin.__dict__.update(self.__dict__, tampered=None, hooked=False)
+        twin.__dict__.update(self.__dict__, tampered=None, hooked=False, watched=[])
+        twin.modules, twin.noted = dict(self.modules), list(self.noted)
         return twin
 
     def unhook(self) -> None:
@@ -152,6 +180,10 @@ class _Guard:
         for name, namespace, key, value in self.noted:
             if namespace.get(key) is not value:
                 return f"the answer replaced {name}.{key}"
+        for namespace, items in self.watched:
+            for key, value in items:
+                if dict.get(namespace, key) is not value:
+                    return f"the answer rebound {key} in the tests' names"
         return None
 
     def wrap(self, func, instances: bool = False):
@@ -219,12 +251,31 @@ def _namespace(payload: dict, module_ns: dict, guard: _Guard, trusted) -> dict:
     else:
         ns = {"__name__": "__main__"}
     ns["__builtins__"] = dict(guard.builtins)
-    if entry and payload.get("namespace") == "shared" and callable(module_ns.get(entry)):
-        ns[entry] = guard.wrap(module_ns[entry], instances=True)
+    if payload.get("namespace") == "shared":
+        for name in {*(payload.get("answer_names") or ()), *([entry] if entry else [])}:
+            _plain_name(ns, str(name), guard)
     exec(trusted, ns); guard.unhook()  # noqa: E702
     if entry and payload.get("namespace") != "shared" and callable(module_ns.get(entry)):
         ns[entry] = guard.wrap(module_ns[entry])  # after the prompt's helpers: the answer's function
+    guard.watch(ns)
     return ns
+
+
+def _plain_name(ns: dict, name: str, guard: _Guard) -> None:
+    """One of the answer's names as the tests see it: a callable wrapped, a module kept (its callables are
+    noted), any other value copied as a plain value, or left out when it is none."""
+    if name not in ns:
+        return
+    value = ns[name]
+    if type(value) is type(sys):
+        return
+    if callable(value):
+        ns[name] = guard.wrap(value, instances=True)
+        return
+    try:
+        ns[name] = plain(value)
+    except (TypeError, ValueError, RecursionError):
+        del ns[name]
 
 
 def run_trial(payload: dict, nonce: str, write) -> int:
@@ -241,6 +292,7 @@ def run_trial(payload: dict, nonce: str, write) -> int:
         write(nonce + " " + dumps(result) + "\n")
         return 1
     guard = _PREPARED.copy() if _PREPARED is not None else _Guard()
+    guard.preload(payload.get("preload"))
     status = _run(payload, module, trusted, probes, tests, guard, result)
     guard.unhook()
     found = guard.tampered or guard._changed()

@@ -26,7 +26,7 @@ from inspect_ai.solver import TaskState, generate
 from .errors import KitError
 from .problems import Problem, user_prompt
 from .sandbox import Limits, Sandbox
-from .verdict import Verdict, judge, judge_stdout, new_nonce, trial_for
+from .verdict import Verdict, judge, judge_stdout, new_nonce, reference_values, trial_for, with_references
 
 DOCKER = "docker"
 
@@ -46,10 +46,19 @@ async def _in_docker(trial, nonce: str, limits: Limits | None) -> tuple[Verdict,
     from inspect_ai.util import sandbox as inspect_sandbox
 
     lim = limits or Limits()
+
+    async def run(payload: dict, nonce: str):
+        return await inspect_sandbox().exec(["python", "-c", HARNESS.read_text(encoding="utf-8")],
+                                            input=json.dumps({**payload, "nonce": nonce}), timeout=int(lim.timeout_s))
+
     try:
-        res = await inspect_sandbox().exec(["python", "-c", HARNESS.read_text(encoding="utf-8")],
-                                           input=json.dumps({**trial.payload, "nonce": nonce}),
-                                           timeout=int(lim.timeout_s))
+        reference = trial.reference_payload()
+        if reference is not None:  # the expected sides that are not literals, in a program without the answer
+            ref_nonce = new_nonce()
+            ref = await run(reference, ref_nonce)
+            last = ref.stdout.rstrip("\n").rsplit("\n", 1)[-1] + "\n" if ref.stdout.endswith("\n") else ""
+            trial = trial.resolved(reference_values(trial, ref_nonce, last))
+        res = await run(trial.payload, nonce)
     except TimeoutError:
         return Verdict(False, "timeout", "the program was stopped (timeout)", trial.decided), ""
     return judge_stdout(trial, nonce, res.returncode, res.stdout), res.stdout + res.stderr
@@ -67,7 +76,10 @@ def passes_tests(sandbox: Sandbox | None, limits: Limits | None = None):
         else:
             import anyio
 
-            result = await anyio.to_thread.run_sync(sandbox.run_trial, trial.payload, nonce, limits)
+            box = sandbox
+            trial = await anyio.to_thread.run_sync(
+                lambda: with_references(trial, lambda payload, n: box.run_trial(payload, n, limits)))
+            result = await anyio.to_thread.run_sync(box.run_trial, trial.payload, nonce, limits)
             verdict, output = judge(trial, nonce, result), result.output
         return Score(
             value=CORRECT if verdict.passed else INCORRECT,

@@ -20,7 +20,7 @@ import math
 
 from .problems import Problem
 from .sandbox import Limits
-from .verdict import _result_line, decode, judge, new_nonce, trial_for
+from .verdict import _result_line, decode, new_nonce, score
 
 
 def tests_fraction(box, row: dict, answer: str, timeout_s: float = 5.0) -> float:
@@ -29,8 +29,7 @@ def tests_fraction(box, row: dict, answer: str, timeout_s: float = 5.0) -> float
     for k, test in enumerate(tests):
         problem = Problem(id=f"{row.get('id')}:{k}", benchmark="mbpp", text=row.get("prompt") or "", tests=test,
                           setup=row.get("setup") or "")
-        trial, nonce = trial_for(problem, answer), new_nonce()
-        passed += judge(trial, nonce, box.run_trial(trial.payload, nonce, Limits(timeout_s=timeout_s))).passed
+        passed += score(box, problem, answer, Limits(timeout_s=timeout_s)).passed
     return passed / len(tests) if tests else 0.0
 
 

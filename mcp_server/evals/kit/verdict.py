@@ -10,8 +10,16 @@ Nothing inside the answer's own process can be trusted to say "passed", so:
 - **values** — a test line ``assert EXPR OP EXPECTED`` (MBPP's ``assert f(x) == y``, most HumanEval checks) is
   split: the sandbox evaluates EXPR and sends its value back, encoded by exact type; the expected value is
   evaluated here from the benchmark's literal and never enters the sandbox; the comparison happens here.
-  ``assert EXPR`` / ``assert not EXPR`` are judged here from EXPR's value. Where neither side is a literal the
-  line's comparison runs inside (``decided == "inside"``) on plain values only.
+  An expected side that is not a literal (``== math.factorial(3)``) but names nothing of the answer is evaluated
+  in a sandboxed program of its own that never loads the answer (``reference_payload``), its plain value sent
+  back the same way; where both sides name the answer, both values come back and are compared here.
+  ``assert EXPR`` / ``assert not EXPR`` are judged here from EXPR's value; where EXPR is more than a call of the
+  answer (``math.isclose(f(x), y)``) its truth is computed inside (``decided == "inside"``), on plain values only.
+- every name of the answer that the tests use is wrapped (a function returns plain values only, of exact
+  built-in type, read through the base type's own methods) or copied as a plain value, so no object with a
+  forged ``__eq__``, ``__sub__`` or ``__class__`` reaches a test; the tests' imports are loaded before the answer
+  runs, so an answer that patches them (``math.isclose = …``) fails, and so does one that rebinds a name of the
+  tests' namespace or their builtins while it runs.
 - **proof** — tests that are not a list of asserts (loops, helper variables; 7 of HumanEval's 164) run inside,
   and the only evidence is that they ran to their end: a fresh random nonce, never in the program text, sent
   with the request and written by the harness after the last statement returned.
@@ -31,9 +39,12 @@ from __future__ import annotations
 
 import ast
 import builtins
+import hashlib
 import json
 import operator
 import secrets
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -58,6 +69,8 @@ APPLY = {"eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator
          "ge": operator.ge, "in": lambda a, b: a in b, "not_in": lambda a, b: a not in b,
          "is": operator.is_, "is_not": operator.is_not}
 MAX_LITERAL = 100_000
+BUILTIN_NAMES = frozenset(dir(builtins))
+NO_VALUE = object()  # a reference side that raised or could not come back as a plain value
 
 
 @dataclass(frozen=True)
@@ -69,13 +82,41 @@ class Expectation:
     expected: Any = None
     swapped: bool = False
     inside: bool = False
+    pair: bool = False  # the probe is (left, right): both sides name the answer, compared here
+    reference: str | None = None  # the expected side's expression, evaluated without the answer (then ``expected``)
 
 
 @dataclass(frozen=True)
 class Trial:
     problem_id: str
-    payload: dict  # sent to the sandbox: module, namespace, trusted, entry_point, probes, tests
+    payload: dict  # sent to the sandbox: module, namespace, trusted, entry_point, answer_names, imports, probes, tests
     expect: tuple[Expectation, ...]  # kept here, one per probe
+
+    def reference_payload(self) -> dict | None:
+        """The program that evaluates the expected sides that are not literals, without the answer (None when
+        every expected side is a literal): the tests' imports and trusted code, then one probe per side."""
+        sides = [e.reference for e in self.expect if e.reference is not None]
+        if not sides:
+            return None
+        return {**self.payload, "module": "", "probes": sides, "tests": "", "answer_names": [],
+                "entry_point": None}
+
+    def resolved(self, values: list[Any]) -> "Trial":
+        """This trial with the reference run's values as the expected sides; a side that raised or came back as
+        no plain value (``NO_VALUE``) is evaluated beside the answer's side instead, both compared here."""
+        found, expect, probes = iter(values), [], list(self.payload["probes"])
+        for i, e in enumerate(self.expect):
+            if e.reference is None:
+                expect.append(e)
+                continue
+            value = next(found, NO_VALUE)
+            if value is NO_VALUE or _opaque_in(value):
+                left, right = (e.reference, probes[i]) if e.swapped else (probes[i], e.reference)
+                probes[i] = f"(({left}), ({right}))"
+                expect.append(Expectation(e.op, pair=True))
+            else:
+                expect.append(Expectation(e.op, value, e.swapped))
+        return Trial(self.problem_id, {**self.payload, "probes": probes}, tuple(expect))
 
     @property
     def decided(self) -> str:
@@ -131,22 +172,59 @@ def _literal(node: ast.AST) -> Any:
     raise ValueError(type(node).__name__)
 
 
-def _split_assert(node: ast.Assert) -> tuple[str, Expectation]:
-    """(the expression the sandbox evaluates, what the parent checks its value against)."""
+def _split_assert(node: ast.Assert, trusted: frozenset[str]) -> tuple[str, Expectation]:
+    """(the expression the sandbox evaluates, what the parent checks its value against). ``trusted``: the names
+    the tests may use that are not the answer's (builtins, the tests' imports, the benchmark's own code)."""
     test = node.test
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in COMPARE:
         op, right = COMPARE[type(test.ops[0])], test.comparators[0]
+        identity = op in ("is", "is_not")
         for probe, side, swapped in ((test.left, right, False), (right, test.left, True)):
             try:
                 expected = literal(side)
             except ValueError:
                 continue
-            if op in ("is", "is_not") and not any(expected is s for s in (None, True, False)):
+            if identity and not any(expected is s for s in (None, True, False)):
                 break  # identity of anything but a singleton cannot be judged from a copy
             return ast.unparse(probe), Expectation(op, expected, swapped)
+        else:
+            if not identity:
+                return _split_names(test.left, right, op, trusted)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return ast.unparse(test.operand), Expectation("falsy", inside=not _answer_call(test.operand))
     return ast.unparse(test), Expectation("truthy", inside=not _answer_call(test))
+
+
+def _split_names(left: ast.expr, right: ast.expr, op: str, trusted: frozenset[str]) -> tuple[str, Expectation]:
+    """A comparison of two expressions, neither a literal: the side that names nothing of the answer is the
+    expected one, evaluated in a program without the answer; when both name it, both come back."""
+    left_free, right_free = _answer_free(left, trusted), _answer_free(right, trusted)
+    if right_free:
+        return ast.unparse(left), Expectation(op, reference=ast.unparse(right))
+    if left_free:
+        return ast.unparse(right), Expectation(op, swapped=True, reference=ast.unparse(left))
+    return f"(({ast.unparse(left)}), ({ast.unparse(right)}))", Expectation(op, pair=True)
+
+
+def _answer_free(expr: ast.expr, trusted: frozenset[str]) -> bool:
+    return all(n.id in trusted for n in ast.walk(expr) if isinstance(n, ast.Name))
+
+
+def _bound(code: str) -> set[str]:
+    """The names a piece of trusted code binds at its top level (defs, classes, assignments, imports)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        else:
+            names.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return names
 
 
 def _answer_call(expr: ast.expr) -> bool:
@@ -169,14 +247,15 @@ def _is_doc(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
 
 
-def _split_lines(body: list[ast.stmt]) -> tuple[list[str], list[Expectation], list[str]] | None:
+def _split_lines(body: list[ast.stmt], trusted: frozenset[str]) -> tuple[list[str], list[Expectation], list[str]] | None:
     """Probes + expectations + imports for a body of asserts; None when any other statement is there."""
     probes, expect, imports = [], [], []
+    trusted = trusted | _bound("\n".join(ast.unparse(s) for s in body if isinstance(s, (ast.Import, ast.ImportFrom))))
     for stmt in body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             imports.append(ast.unparse(stmt))
         elif isinstance(stmt, ast.Assert):
-            probe, exp = _split_assert(stmt)
+            probe, exp = _split_assert(stmt, trusted)
             probes.append(probe)
             expect.append(exp)
         elif not _is_doc(stmt):
@@ -184,7 +263,8 @@ def _split_lines(body: list[ast.stmt]) -> tuple[list[str], list[Expectation], li
     return probes, expect, imports
 
 
-def _split_check(tests: str, entry: str | None) -> tuple[list[str], list[Expectation], list[str]] | None:
+def _split_check(tests: str, entry: str | None,
+                 trusted: frozenset[str] = BUILTIN_NAMES) -> tuple[list[str], list[Expectation], list[str]] | None:
     """HumanEval's ``def check(candidate): assert ...`` + ``check(entry)``, split into probes on ``entry``."""
     try:
         tree = ast.parse(tests)
@@ -202,7 +282,7 @@ def _split_check(tests: str, entry: str | None) -> tuple[list[str], list[Expecta
         else:
             return None
     renamed = _Rename(check.args.args[0].arg, entry).visit(ast.Module(body=check.body, type_ignores=[]))
-    split = _split_lines(renamed.body)
+    split = _split_lines(renamed.body, trusted | _bound("\n".join(imports)))
     return None if split is None else (split[0], split[1], imports + split[2])
 
 
@@ -214,11 +294,12 @@ def _is_call_of_check(stmt: ast.stmt, entry: str) -> bool:
     return isinstance(stmt, ast.Expr) and ast.unparse(stmt) == f"check({entry})"
 
 
-def _split_mbpp(tests: str) -> tuple[list[str], list[Expectation], list[str]] | None:
+def _split_mbpp(tests: str, trusted: frozenset[str] = BUILTIN_NAMES) -> tuple[list[str], list[Expectation], list[str]] | None:
     try:
-        return _split_lines(ast.parse(tests).body)
+        return _split_lines(ast.parse(tests).body, trusted)
     except SyntaxError:
         return None
+
 
 
 def trial_for(problem: Problem, answer: str) -> Trial:
@@ -230,18 +311,58 @@ def trial_for(problem: Problem, answer: str) -> Trial:
         has_def = bool(entry) and any(isinstance(n, ast.FunctionDef) and n.name == entry for n in _top_level(code))
         module = problem.text + "\n    pass\n\n" + code if has_def else problem.text + code
         trusted, namespace = problem.text + "\n    pass\n", "fresh"
-        split = _split_check(problem.tests, entry)
+        known = BUILTIN_NAMES | (_bound(trusted) - {entry or ""})
+        split = _split_check(problem.tests, entry, known)
     else:
         module, trusted, namespace = code, problem.setup.replace("\r\n", "\n"), "shared"
-        split = _split_mbpp(problem.tests)
+        known = BUILTIN_NAMES | _bound(trusted)
+        split = _split_mbpp(problem.tests, known)
     payload: dict[str, Any] = {"module": module, "namespace": namespace, "trusted": trusted,
-                               "entry_point": problem.entry_point, "probes": [], "tests": problem.tests}
+                               "entry_point": problem.entry_point, "probes": [], "tests": problem.tests,
+                               "answer_names": [], "preload": _modules_of(trusted + "\n" + problem.tests)}
     expect: tuple[Expectation, ...] = ()
     if split is not None:
         probes, found, imports = split
         payload.update(probes=probes, tests="", trusted="\n".join([*imports, trusted]))
         expect = tuple(found)
+        used = _loaded(probes)
+    else:
+        used = _loaded([problem.tests]) - _bound(problem.tests)
+    payload["answer_names"] = sorted(used - known - _bound("\n".join(_imports_in(problem.tests))))
     return Trial(problem.id, payload, expect)
+
+
+def _loaded(sources: list[str]) -> set[str]:
+    names: set[str] = set()
+    for source in sources:
+        try:
+            names.update(n.id for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Name))
+        except SyntaxError:
+            continue
+    return names
+
+
+def _imports_in(code: str) -> list[str]:
+    try:
+        return [ast.unparse(n) for n in ast.walk(ast.parse(code)) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    except SyntaxError:
+        return []
+
+
+def _modules_of(code: str) -> list[str]:
+    """The modules the benchmark's code imports: loaded before the answer runs, so replacing their callables
+    is noticed."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append(node.module)
+    return sorted(set(found))
 
 
 def _top_level(code: str) -> list[ast.stmt]:
@@ -312,6 +433,10 @@ def holds(exp: Expectation, value: Any) -> bool:
             return bool(value)
         if exp.op == "falsy":
             return not value
+        if exp.pair:
+            if type(value) is not tuple or len(value) != 2:
+                return False
+            return bool(APPLY[exp.op](value[0], value[1]))
         left, right = (exp.expected, value) if exp.swapped else (value, exp.expected)
         return bool(APPLY[exp.op](left, right))
     except Exception:  # noqa: BLE001 - a comparison that raises fails, as the assert would
@@ -397,7 +522,52 @@ def new_nonce() -> str:
 
 
 def score(box: Sandbox, problem: Problem, answer: str, limits: Limits | None = None) -> Verdict:
-    """Run ``answer`` against ``problem``'s tests in ``box`` and judge it: what evals and rewards both call."""
-    trial = trial_for(problem, answer)
+    """Run ``answer`` against ``problem``'s tests in ``box`` and judge it: what every scorer calls (the evals,
+    GRPO's tests reward, the coding environment and so mbpp-agent)."""
+    trial = with_references(trial_for(problem, answer), lambda payload, nonce: box.run_trial(payload, nonce, limits))
     nonce = new_nonce()
     return judge(trial, nonce, box.run_trial(trial.payload, nonce, limits))
+
+
+_REFERENCES: dict[str, list] = {}
+_REFERENCES_LOCK = threading.Lock()
+MAX_REFERENCES = 4096
+
+
+def with_references(trial: Trial, run: Callable[[dict, str], Any]) -> Trial:
+    """``trial`` with the expected sides that are not literals evaluated by ``run(payload, nonce)`` (the
+    sandbox's ``run_trial``, which returns an ``ExecResult``; or anything with ``.channel``) in a program that
+    never loads the answer. The values depend on the problem alone, so they are kept per problem."""
+    payload = trial.reference_payload()
+    if payload is None:
+        return trial
+    key = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    with _REFERENCES_LOCK:
+        known = _REFERENCES.get(key)
+    if known is None:
+        nonce = new_nonce()
+        result = run(payload, nonce)
+        known = reference_values(trial, nonce, getattr(result, "channel", "") or "")
+        if getattr(result, "status", "passed") not in ("timeout", "oom", "killed"):
+            with _REFERENCES_LOCK:
+                if len(_REFERENCES) >= MAX_REFERENCES:
+                    _REFERENCES.pop(next(iter(_REFERENCES)))
+                _REFERENCES[key] = known
+    return trial.resolved(list(known))
+
+
+def reference_values(trial: Trial, nonce: str, channel: str) -> list:
+    """The reference run's values, one per non-literal expected side (``NO_VALUE`` for one that raised, did not
+    run or came back malformed)."""
+    wanted = sum(e.reference is not None for e in trial.expect)
+    data = _result_line(channel, nonce)
+    raw = data.get("probes") if isinstance(data, dict) and not data.get("error") else None
+    values: list = []
+    for item in (raw if isinstance(raw, list) else [])[:wanted]:
+        if isinstance(item, dict):
+            break
+        try:
+            values.append(decode(item))
+        except (ValueError, TypeError, IndexError, OverflowError, RecursionError):
+            values.append(NO_VALUE)
+    return values + [NO_VALUE] * (wanted - len(values))
