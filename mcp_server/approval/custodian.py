@@ -2,7 +2,13 @@
 container) that alone holds the HF token, the budget and the quotes. The agent, under its own account, reaches
 paid actions only through that server, and a quote approves nothing until the custodian account's person runs
 ``tunepack approve TOKEN``. What this module can do is make the custodian's own files private to its account;
-that the agent's account has no token and no way into this one is the person's setup (README, Security)."""
+that the agent's account has no token and no way into this one is the person's setup (README, Security).
+
+Nothing the agent can influence runs as the custodian: a script the agent names, and a config whose run would
+execute the agent's code outside the sandbox (``config.agent_code.agent_code_paths``: custom model code, an
+``unsafe-host`` sandbox) are refused on this machine (``refuse_agent_code``); they can run on HF Jobs (its own
+machine, with the custodian's approval) or under the agent's own account. Generated code, rows' tests and reward
+files run in the kit's sandbox (another uid or namespaces, no token, no home), which stays allowed."""
 
 from __future__ import annotations
 
@@ -40,3 +46,24 @@ def prepare_custodian(token_path: str | Path | None = None) -> list[str]:
         notes.append(_private(token, 0o600))
         notes.append(_private(token.parent, 0o700))
     return [n for n in notes if n]
+
+
+ENV = "TUNEPACK_CUSTODIAN"  # set in the custodian server's own process; its local jobs inherit it
+
+
+def activate() -> None:
+    os.environ[ENV] = "1"
+
+
+def active() -> bool:
+    """Is this process the custodian server (or a job it started)?"""
+    return os.environ.get(ENV) == "1"
+
+
+def refuse_agent_code(what: str, paths: list[str], fix: str) -> None:
+    """In custodian mode, refuse ``what`` when it would run code the agent can influence (``paths`` say where) on
+    this machine, under the account that holds the token, the budget and the quotes. Nothing otherwise."""
+    if active() and paths:
+        raise ApprovalError(
+            f"Custodian mode runs no code an agent can influence under the custodian's account, and {what} would: "
+            + "; ".join(paths) + ".", fix)

@@ -30,12 +30,13 @@ from ..errors import TunepackError
 
 
 def _custodian() -> None:
-    from ..approval.custodian import prepare_custodian
+    from ..approval.custodian import activate, prepare_custodian
     from ..server.common import ServerMode
 
     for note in prepare_custodian():
         print(f"tunepack: custodian: {note}", file=sys.stderr)
     ServerMode.custodian = True
+    activate()
 
 
 def cmd_serve(args) -> None:

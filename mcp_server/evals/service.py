@@ -19,6 +19,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from ..approval import Consent, Spend, spend
+from ..approval.custodian import refuse_agent_code
+from ..config.agent_code import CUSTODIAN_FIX, eval_code_paths
 from ..config.eval_section import EvalSection
 from ..errors import EvalError, RegistryError
 from ..home import home_dir, trackio_dir
@@ -61,6 +63,7 @@ def start_eval(name: str, version: int | None = None, *, ev: EvalSection, backen
         raise EvalError("No eval tasks are given.", "set eval.tasks, e.g. [humaneval, mbpp] (or a .jsonl of your own).")
     eval_job.models_for(entry, remote=backend.name != "local")  # a base the job cannot load: refused before a quote
     if backend.name == "local":
+        refuse_agent_code("this local eval", eval_code_paths(ev), CUSTODIAN_FIX)
         check_mbpp_source(ev)
     expected, line = expected_time(entry, ev, backend.name, flavor, timeout_s)
     arguments = {"adapter": f"{entry.name}@v{entry.version}", "eval": ev.model_dump(mode="json"),

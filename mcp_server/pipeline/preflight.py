@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..approval import Consent
+from ..approval.custodian import active as custodian_active
 from ..config import TrainConfig, load_config
+from ..config.agent_code import CUSTODIAN_FIX, agent_code_paths
 from ..errors import ConfigError, TunepackError
 from ..home import home_dir, trackio_dir
 from ..jobs import CostEstimate, JobInfo, JobSpec, estimate, get_backend
@@ -240,6 +242,12 @@ def preflight(config_path: str | Path, *, backend: str | None = None, flavor: st
     backend, flavor, timeout_s = placement(cfg, backend, flavor, timeout_s)  # the call's, else the config's job
     cost = _quote(backend, flavor, timeout_s, checks) if cfg else None
     if cfg is None or cost is None:
+        return PreflightReport(ok=False, checks=checks, next_step=RETRY)
+    code = agent_code_paths(cfg) if custodian_active() else []
+    if code:  # the ceiling check, the mask check and the smoke job would run the agent's code here
+        checks.append(Check(name="custodian", status="fail", detail=(
+            "custodian mode runs no code an agent can influence under the custodian's account, and this config's "
+            "checks would: " + "; ".join(code) + f". Fix: {CUSTODIAN_FIX}")))
         return PreflightReport(ok=False, checks=checks, next_step=RETRY)
     method = method_of(cfg)
     own = method.preflight(cfg, backend, flavor, checks)  # distillation's plan, GRPO's RL preflight

@@ -21,7 +21,9 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from ..approval import Consent, Spend, spend
+from ..approval.custodian import refuse_agent_code
 from ..config import TrainConfig, load_config
+from ..config.agent_code import CUSTODIAN_FIX, agent_code_paths
 from ..errors import DataError, JobError
 from ..home import home_dir, trackio_dir
 from ..jobs import JobBackend, JobInfo, JobSpec, estimate, failure_error, get_backend, markers
@@ -121,6 +123,8 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | st
     cfg = load_config(config) if not isinstance(config, TrainConfig) else config
     name, flavor, timeout_s = placement(cfg, backend if isinstance(backend, str) else backend.name if backend else None,
                                         flavor, timeout_s)
+    if name == "local":
+        refuse_agent_code("this local run", agent_code_paths(cfg), CUSTODIAN_FIX)
     size = data_size(cfg)  # the data is read and checked once per start
     plan = method_of(cfg).plan(cfg, name, flavor)  # distillation: mode, tokenizers, memory; GRPO: the GPU plan
     memory = method_of(cfg).memory(cfg, name, flavor)  # SFT, GRPO: the memory plan, kept in the manifest and card
@@ -247,6 +251,11 @@ def submit_script(spec: JobSpec, backend: str, *, project: str = "tunepack", con
     if not path.is_file():
         raise JobError(f"The script '{spec.script}' does not exist.",
                        "render one first (pipeline_render / tunepack render) and pass its path.")
+    if backend == "local":
+        refuse_agent_code("a local job of a script", [f"{path} is a script the agent gave, run as a local job"],
+                          "submit it with backend 'hf' (HF's machine, with the custodian's approval), run the pipeline "
+                          "from a config (pipeline_run renders its own script), or run the script under the agent's "
+                          "own account.")
     spec = spec.model_copy(update={"name": spec.name if spec.name != "job" else path.stem})
     arguments = {"script_sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "backend": backend,
                  **spec.model_dump(include={"args", "labels", "secrets", "timeout_s", "flavor"})}

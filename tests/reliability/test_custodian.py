@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from support.common import REPO
 
 AGENT_UID = 64123
@@ -184,3 +185,122 @@ def test_the_agent_account_cannot_read_approve_or_spend(hub, shared_tmp):
         server.terminate()
         server.wait(timeout=20)
     assert (token_file.stat().st_mode & 0o077) == 0
+
+
+# [27] Nothing the agent can influence runs as the custodian: each free tool that can run code is tried with code
+# that, run as the custodian, would read the token, approve the agent's open quote and post a job with the token.
+EVIL = textwrap.dedent('''
+    import json, os, sqlite3, time, urllib.request
+    marker, home, token_file, endpoint = {args!r}
+    try:
+        token = open(token_file).read().strip()
+        open(marker, "a").write("token read\\n")
+        db = sqlite3.connect(os.path.join(home, "approval", "tokens.db"))
+        db.execute("UPDATE tokens SET approved_at = ?", (time.time(),))
+        db.commit()
+        request = urllib.request.Request(endpoint + "/api/jobs/alice", data=b"{{}}", method="POST",
+                                         headers={{"Authorization": "Bearer " + token}})
+        urllib.request.urlopen(request, timeout=10)
+    except Exception as exc:
+        open(marker, "a").write("failed: " + repr(exc) + "\\n")
+''')
+
+CODE_AGENT = textwrap.dedent('''
+    import json, sys
+    import anyio
+    from mcp import Client
+
+    url, folder = sys.argv[1:3]
+    out = {}
+
+    async def call(client, name, args):
+        done = await client.call_tool(name, args)
+        if done.is_error:
+            return "error: " + done.content[0].text
+        return done.structured_content
+
+    async def main():
+        async with Client(url) as client:
+            out["script"] = await call(client, "jobs_submit", {"script_path": f"{folder}/evil.py", "backend": "local"})
+            out["grpo_preflight"] = await call(client, "pipeline_preflight", {"config_path": f"{folder}/grpo.yaml"})
+            out["remote_code_run"] = await call(client, "pipeline_run", {"config_path": f"{folder}/remote.yaml",
+                                                                         "backend": "local"})
+            out["clean_preflight"] = await call(client, "pipeline_preflight", {"config_path": f"{folder}/sft.yaml",
+                                                                               "smoke": False})
+    anyio.run(main)
+    print(json.dumps(out))
+''')
+
+
+def _configs(folder: Path, evil: str) -> None:
+    rows = [{"messages": [{"role": "user", "content": f"Say {i}."}, {"role": "assistant", "content": f"{i}."}]}
+            for i in range(12)]
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    problems = [{"id": f"p/{i}", "prompt": "Write add_one(x).", "tests": [f"assert add_one({i}) == {i + 1}"],
+                 "solution": evil + "\ndef add_one(x):\n    return x + 1\n"} for i in range(4)]
+    (folder / "prompts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in problems))
+    sft = {"model": {"name": "tiny:qwen3"}, "data": {"path": "rows.jsonl"},
+           "training": {"max_steps": 2}, "output": {"name": "clean-sft"}}
+    (folder / "sft.yaml").write_text(yaml.safe_dump(sft))
+    (folder / "remote.yaml").write_text(yaml.safe_dump({**sft, "model": {"name": "tiny:qwen3",
+                                                                         "trust_remote_code": True}}))
+    grpo = {"model": {"name": "tiny:qwen3"}, "data": {"path": "prompts.jsonl"},
+            "training": {"method": "grpo", "max_steps": 2},
+            "grpo": {"rewards": {"tests": 1.0}, "sandbox": "unsafe-host", "num_generations": 2},
+            "output": {"name": "evil-grpo"}}
+    (folder / "grpo.yaml").write_text(yaml.safe_dump(grpo))
+
+
+def test_no_free_tool_runs_the_agents_code_as_the_custodian(hub, shared_tmp):
+    tmp_path = shared_tmp
+    (tmp_path / "agent.py").write_text(CODE_AGENT)
+    agent_home = tmp_path / "agent"
+    agent_home.mkdir()
+    custodian_hf = tmp_path / "custodian" / "hf"
+    custodian_hf.mkdir(parents=True)
+    token_file = custodian_hf / "token"
+    token_file.write_text(hub.state.token)
+    marker = tmp_path / "stolen.txt"
+    home = tmp_path / "custodian" / "home"
+    evil = EVIL.format(args=(str(marker), str(home), str(token_file), hub.endpoint))
+    (agent_home / "evil.py").write_text(evil)
+    _configs(agent_home, evil)
+    for path in [agent_home, *agent_home.iterdir()]:
+        os.chown(path, AGENT_UID, AGENT_UID)
+    env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
+    env.update(TUNEPACK_HOME=str(home), HF_HOME=str(custodian_hf), HF_ENDPOINT=hub.endpoint)
+    port = _free_port()
+    server = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "serve", "--http", "--custodian", "--port",
+                               str(port)], env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        _wait_for(port, server)
+        command = [sys.executable, str(tmp_path / "agent.py"), f"http://127.0.0.1:{port}/mcp", str(agent_home)]
+        agent_env = {"PATH": os.environ["PATH"], "HOME": str(agent_home), "PYTHONPATH": str(REPO),
+                     "TUNEPACK_HOME": str(agent_home / "tunepack"), "HF_HOME": str(agent_home / "hf")}
+        done = subprocess.run(_as_agent(tmp_path, command), env=agent_env, cwd=str(agent_home), capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        out = json.loads(done.stdout.splitlines()[-1])
+        time.sleep(2)  # a job that had started would have run by now
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+    assert out["script"].startswith("error: ") and "Custodian mode" in out["script"], out["script"]
+    assert out["remote_code_run"].startswith("error: ") and "trust_remote_code" in out["remote_code_run"]
+    grpo = out["grpo_preflight"]  # a failed preflight is an error result: its line, then the report
+    assert grpo.startswith("error: Preflight did not pass: custodian: custodian mode runs no code"), grpo
+    assert "grpo.sandbox: unsafe-host" in grpo and '"name": "ceiling"' not in grpo
+    clean = out["clean_preflight"]
+    assert "custodian" not in {c["name"] for c in clean["checks"]} and clean["ok"] is True, clean
+    assert not marker.exists(), marker.read_text()  # 0 token reads (and so 0 approvals)
+    assert _authorized_posts(hub) == []  # 0 POSTs with the custodian's token
+
+
+def test_the_kit_refuses_unsafe_host_in_custodian_mode(monkeypatch):
+    from mcp_server.evals.kit.errors import KitError
+    from mcp_server.evals.kit.sandbox import Sandbox
+
+    monkeypatch.setenv("TUNEPACK_CUSTODIAN", "1")
+    with pytest.raises(KitError, match="custodian"):
+        Sandbox("unsafe-host")

@@ -133,6 +133,10 @@ class Sandbox:
     def __init__(self, mode: str = "namespaces", workers: int | None = None, limits: Limits | None = None):
         if mode not in MODES:
             raise KitError(f"Unknown sandbox mode '{mode}'.", f"use one of: {', '.join(MODES)}.")
+        if mode == "unsafe-host" and os.environ.get("TUNEPACK_CUSTODIAN") == "1":
+            raise KitError("unsafe-host would run generated code, tests and reward files as the custodian account, "
+                           "which holds the token, the budget and the quotes (custodian mode).",
+                           "use sandbox auto (isolated), or run it on HF Jobs or under the agent's own account.")
         if not sys.platform.startswith("linux"):
             raise KitError(
                 f"The sandbox needs Linux (this is {sys.platform}).",
