@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from ..approval import ApprovalError, Consent, Decision, approve
+from ..approval.custodian import active as custodian_active
 from ..approval.custodian import refuse_agent_code
 from ..config import TrainConfig
 from ..config.agent_code import CUSTODIAN_FIX, agent_code_paths
@@ -155,8 +156,9 @@ def submit_sweep(source: str | Path | dict, *, base_dir: str | Path | None = Non
     built = built or build_plan(source, base_dir)
     plan, configs, spec = built
     _check_runnable(plan)
-    if plan.backend == "local":
-        refuse_agent_code("this local sweep", sorted({p for c in configs for p in agent_code_paths(c)}), CUSTODIAN_FIX)
+    if plan.backend == "local" and custodian_active():
+        found = {p for c in configs.values() for p in agent_code_paths(TrainConfig.model_validate(c))}
+        refuse_agent_code("this local sweep", sorted(found), CUSTODIAN_FIX)
     arguments = arguments if arguments is not None else {"spec": str(source) if not isinstance(source, dict) else source}
     # the approval binds to what would run (the spec and every run's config), not only to the file's path
     arguments = {**arguments, "sweep_sha256": _content_hash(spec, configs)}

@@ -70,6 +70,13 @@ def test_processes_memory_and_time_are_capped_there(confined):
     limits = confined["limits"]
     assert int(limits["forks"]) < Limits().max_pids  # RLIMIT_NPROC of the worker's own uid (root ignores it)
     assert "MemoryError" in limits["memory"] and limits["loop"] == "timeout"
+    assert limits["memfd"].strip() == "PermissionError"  # before: 640 MB held past the 512 MB cap (x 32 processes)
+
+
+def test_a_program_that_fills_the_disk_is_stopped_past_its_work_folder_size(confined):
+    disk = confined["limits"]["disk"]
+    assert disk["status"] == "killed" and "wrote more than the work folder holds (64 MB" in disk["output"], disk
+    assert disk["files"] < 199  # stopped long before its 1.6 GB (before: every file written, status passed)
 
 
 def test_right_answers_still_pass_there_and_nothing_is_left_running(confined):

@@ -287,7 +287,16 @@ def main(mode: str) -> dict:
                                  "        os._exit(0)\n    n += 1\nprint(n)").output.strip(),
                 "memory": box.run("x = bytearray(2 * 1024 ** 3)").output[-200:],
                 "loop": box.run("while True:\n    pass", Limits(timeout_s=1)).status,
+                # anonymous memory files are counted by no rlimit (there is no memory cgroup here): refused
+                "memfd": box.run("import os\ntry:\n    fd = os.memfd_create('hold')\n    os.ftruncate(fd, 64 << 20)\n"
+                                 "    print('created')\nexcept OSError as exc:\n    print(type(exc).__name__)").output,
             }
+            # files of 8 MB (under RLIMIT_FSIZE) until the disk fills: the watchdog stops it past work_mb
+            disk = box.run("import os\nblock = b'x' * (8 << 20)\nfor i in range(200):\n"
+                           "    with open(f'f{i}', 'wb') as fh:\n        fh.write(block)\n    print(i, flush=True)",
+                           Limits(timeout_s=60, work_mb=64))
+            out["limits"]["disk"] = {"status": disk.status, "files": len(disk.output.split()) - 1,
+                                     "output": disk.output[-300:]}
             humaneval = {p.id: p for p in load_problems("humaneval", limit=40)}
             humaneval.update({p.id: p for p in load_problems("humaneval", ids=["HumanEval/32", "HumanEval/38"])})
             out["forgeries"] = {}

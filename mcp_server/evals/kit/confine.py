@@ -7,7 +7,8 @@
 
 Standard library only (ctypes). The seccomp filter is a BPF program built here for x86_64 and aarch64: a
 foreign architecture (and the x32 ABI) kills the process; socket creation, ptrace, process_vm_*, namespace
-and mount calls, io_uring, bpf, perf, keyrings and module loading answer EPERM; ``clone`` with a
+and mount calls, io_uring, bpf, perf, keyrings, module loading and ``memfd_create`` (anonymous memory files,
+which no rlimit counts: without a memory cgroup here they are refused) answer EPERM; ``clone`` with a
 CLONE_NEW* flag answers EPERM and ``clone3`` (whose flags a filter cannot read) ENOSYS, so the C library
 falls back to ``clone``. Signals to other processes are stopped by the uid (and, from Landlock ABI 6, by its
 signal scope); ptrace and /proc of other processes by the uid, Landlock and the filter.
@@ -35,7 +36,7 @@ DENIED = (
     "fsmount", "fspick", "mount_setattr", "open_by_handle_at", "name_to_handle_at", "bpf", "perf_event_open",
     "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key",
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "swapon", "swapoff", "reboot",
-    "acct", "quotactl", "syslog",
+    "acct", "quotactl", "syslog", "memfd_create", "memfd_secret",
 )
 SYSCALLS = {
     "x86_64": {
@@ -47,6 +48,7 @@ SYSCALLS = {
         "io_uring_register": 427, "keyctl": 250, "add_key": 248, "request_key": 249, "kexec_load": 246,
         "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176, "swapon": 167,
         "swapoff": 168, "reboot": 169, "acct": 163, "quotactl": 179, "syslog": 103, "clone": 56, "clone3": 435,
+        "memfd_create": 319, "memfd_secret": 447,
     },
     "aarch64": {
         "socket": 198, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "process_madvise": 440,
@@ -57,6 +59,7 @@ SYSCALLS = {
         "io_uring_register": 427, "keyctl": 219, "add_key": 217, "request_key": 218, "kexec_load": 104,
         "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106, "swapon": 224,
         "swapoff": 225, "reboot": 142, "acct": 89, "quotactl": 60, "syslog": 116, "clone": 220, "clone3": 435,
+        "memfd_create": 279, "memfd_secret": 447,
     },
 }
 # classic BPF opcodes and seccomp return values

@@ -429,17 +429,50 @@ class Pipes:
             os.close(fd)
 
 
-def _collect(pipes: Pipes, pid: int, deadline: float) -> tuple[int | None, bool]:
-    """Read until the program exits or ``deadline`` passes: (wait status or None while it runs, timed out)."""
+MAX_WORK_FILES = 4096  # the confined watchdog's bound on the entries of a work folder
+
+
+def work_usage(work: str, limit: int = MAX_WORK_FILES) -> tuple[int, int]:
+    """(bytes allocated, entries) under ``work``, counting no further than ``limit`` entries."""
+    used = entries = 0
+    stack = [work]
+    while stack and entries <= limit:
+        try:
+            with os.scandir(stack.pop()) as listing:
+                for entry in listing:
+                    entries += 1
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    used += info.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return used, entries
+
+
+def _collect(pipes: Pipes, pid: int, deadline: float, work: str | None = None,
+             work_bytes: int = 0) -> tuple[int | None, bool, str | None]:
+    """Read until the program exits or ``deadline`` passes: (wait status or None while it runs, timed out, why the
+    watchdog stopped it). ``work``: a folder on the host's disk (confined mode), measured every 0.2 s."""
+    checked = time.monotonic()
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            return None, True
+            return None, True, None
         pipes.wait(min(left, 0.05))
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
             pipes.drain()
-            return status, False
+            return status, False, None
+        if work is not None and time.monotonic() - checked >= 0.2:
+            checked = time.monotonic()
+            used, entries = work_usage(work)
+            if used > work_bytes or entries > MAX_WORK_FILES:
+                return None, False, (f"the program wrote more than the work folder holds ({work_bytes // 2 ** 20} MB, "
+                                     f"{MAX_WORK_FILES} files)")
 
 
 def _stop(pid: int, ctx: Context, cg: "Cgroups | None", status: int | None) -> tuple[int, dict]:
@@ -473,6 +506,8 @@ def _verdict(code: int, timed_out: bool, facts: dict) -> str:
         return "timeout"
     if code in (121, 122) or facts.get("left_running"):  # 121/122: B or A could not isolate it
         return "sandbox_error"
+    if facts.get("disk"):
+        return "killed"
     if facts.get("oom") or code in (-9, 137):
         return "oom" if facts.get("oom") else "killed"
     return "passed" if code == 0 else "failed"
@@ -487,8 +522,11 @@ def run_one(req: dict, ctx: Context) -> dict:
     pipes = Pipes(out_r, res_r, req.get("output_bytes", 16384))
     try:
         pid = _start(req, ctx, cg, work, (out_r, res_r), (out_w, res_w))
-        status, timed_out = _collect(pipes, pid, start + req["timeout_s"])
+        status, timed_out, full = _collect(pipes, pid, start + req["timeout_s"], work,
+                                           req.get("work_mb", 64) * 2 ** 20)
         status, facts = _stop(pid, ctx, cg, status)
+        if full:
+            facts["disk"] = full
         pipes.drain()  # what the killed processes had written
     finally:
         pipes.close()
@@ -498,6 +536,8 @@ def run_one(req: dict, ctx: Context) -> dict:
     output = pipes.text(out_r)
     if facts.get("left_running"):
         output += "\nTUNEPACK_SANDBOX_SETUP_FAILED processes of the sandbox uid survived the kill"
+    if facts.get("disk"):
+        output += f"\nTUNEPACK_SANDBOX: stopped: {facts['disk']}"
     return {
         "status": _verdict(code, timed_out, facts), "exit_code": code, "output": output,
         "output_truncated": pipes.sizes[out_r] > pipes.limits[out_r], "channel": pipes.text(res_r),
