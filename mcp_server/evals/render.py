@@ -22,8 +22,8 @@ from ..staging import write_text_atomically
 
 KIT_DIR = Path(__file__).resolve().parent / "kit"
 KIT_FILES = (
-    "__init__.py", "errors.py", "sandbox_child.py", "probe.py", "confine.py", "harness.py", "sandbox.py",
-    "problems.py", "verdict.py", "offline.py", "tasks.py", "contamination.py", "intervals.py", "heldout.py", "shaping.py",
+    "__init__.py", "errors.py", "sandbox_child.py", "nsroot.py", "probe.py", "confine.py", "harness.py", "sandbox.py",
+    "problems.py", "trials.py", "verdict.py", "offline.py", "tasks.py", "contamination.py", "intervals.py", "heldout.py", "shaping.py",
     "gemma_args.py", "toolcalls.py", "progress.py", "turndecode.py", "generate.py", "integrity.py", "nextaction.py",
     "bfcl_values.py", "bfcl_check.py", "bfcl.py", "scorenames.py", "toolruns.py", "runner.py", "testreward.py",
     "toolreward.py", "coding_env.py", "agent_loop.py", "rollouts.py", "agent_task.py",

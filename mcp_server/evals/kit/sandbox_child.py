@@ -47,157 +47,22 @@ import tempfile
 import time
 import traceback
 import uuid
+from typing import Any
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
-MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 # Modules generated code commonly imports, loaded once here so each fork starts warm.
 WARM = ("collections", "functools", "heapq", "itertools", "math", "re", "string", "bisect", "copy", "fractions",
         "hashlib", "operator", "random", "statistics", "typing")
 for _name in WARM:
     importlib.import_module(_name)
-MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
-SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
 NOBODY = 65534
 PATH = "/usr/local/bin:/usr/bin:/bin"
-CGROUP_ROOT = "/sys/fs/cgroup"
 PR_SET_CHILD_SUBREAPER = 36
 CHANNEL_LIMIT = 1 << 20  # bytes of the result line kept; more fails the run
 RESULT_FD = 3
 
 libc = ctypes.CDLL(None, use_errno=True)
 
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(src, target, fstype, flags, data=None) -> None:
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(libc.mount(enc(src), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {target}")
-
-
-def _own_cgroup(controller: str) -> str:
-    with open("/proc/self/cgroup") as fh:
-        for line in fh:
-            _, controllers, path = line.rstrip("\n").split(":", 2)
-            if controller in controllers.split(","):
-                return path
-    raise OSError(f"no {controller} cgroup (v1) for this process")
-
-
-class Cgroups:
-    """One pids + one memory cgroup (v1) for one program."""
-
-    def __init__(self, base: dict, max_pids: int, memory_mb: int):
-        name = uuid.uuid4().hex[:12]
-        self.dirs = {c: os.path.join(base[c], name) for c in ("pids", "memory")}
-        for d in self.dirs.values():
-            os.mkdir(d)
-        self._write("pids", "pids.max", str(max_pids))
-        limit = str(memory_mb * 1024 * 1024)
-        self._write("memory", "memory.limit_in_bytes", limit)
-        try:  # no swap either, where the kernel accounts it
-            self._write("memory", "memory.memsw.limit_in_bytes", limit)
-        except OSError:
-            pass
-
-    def _write(self, ctl: str, name: str, value: str) -> None:
-        with open(os.path.join(self.dirs[ctl], name), "w") as fh:
-            fh.write(value)
-
-    def _read(self, ctl: str, name: str) -> str:
-        try:
-            with open(os.path.join(self.dirs[ctl], name)) as fh:
-                return fh.read()
-        except OSError:
-            return ""
-
-    def join(self) -> None:
-        for ctl in ("pids", "memory"):
-            self._write(ctl, "cgroup.procs", str(os.getpid()))
-
-    def kill_all(self) -> None:
-        for _ in range(200):
-            pids = [int(p) for p in self._read("pids", "cgroup.procs").split()]
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            time.sleep(0.002)
-
-    def facts(self) -> dict:
-        peak = self._read("pids", "pids.peak").strip()
-        oom_kills = 0
-        for line in self._read("memory", "memory.oom_control").splitlines():
-            key, _, value = line.partition(" ")
-            if key == "oom_kill" and value.strip().isdigit():
-                oom_kills = int(value)
-        return {"peak_pids": int(peak) if peak.isdigit() else None, "oom": oom_kills > 0}
-
-    def remove(self) -> None:
-        self.kill_all()
-        for d in self.dirs.values():
-            for _ in range(100):
-                try:
-                    os.rmdir(d)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.005)
-
-
-def _bind_ro(src: str, root: str) -> None:
-    target = root + src
-    if os.path.islink(src):
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        if not os.path.lexists(target):
-            os.symlink(os.readlink(src), target)
-        return
-    if not os.path.isdir(src) or os.path.isdir(target) and os.listdir(target):
-        return
-    os.makedirs(target, exist_ok=True)
-    _mount(src, target, None, MS_BIND | MS_REC)
-    _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-
-
-def _library_dirs() -> list:
-    """Folders the program may read: system libraries and this interpreter's own prefix."""
-    dirs = ["/usr", "/bin", "/lib", "/lib64", "/lib32", "/sbin"]
-    for prefix in {sys.base_prefix, os.path.dirname(os.path.dirname(os.path.realpath(sys.executable)))}:
-        if not any(prefix == d or prefix.startswith(d + "/") for d in dirs if not os.path.islink(d)):
-            dirs.append(prefix)
-    return dirs
-
-
-def _build_root(root: str, work_mb: int) -> None:
-    """Inside the new mount namespace: a read-only tmpfs root with library binds and /work."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=0755")
-    for d in _library_dirs():
-        _bind_ro(d, root)
-    os.mkdir(root + "/work")
-    _mount("tmpfs", root + "/work", "tmpfs", MS_NOSUID | MS_NODEV, f"size={work_mb}m,mode=0700,uid={NOBODY},gid={NOBODY}")
-    os.mkdir(root + "/proc")
-    _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    os.mkdir(root + "/dev")
-    for name in ("null", "zero", "random", "urandom"):
-        open(f"{root}/dev/{name}", "w").close()
-        _mount(f"/dev/{name}", f"{root}/dev/{name}", None, MS_BIND)
-    os.symlink("/work", root + "/tmp")
-    _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    os.chdir(root)
-    _check(libc.syscall(SYS_PIVOT_ROOT, b".", b"."), "pivot_root")
-    _check(libc.umount2(b".", MNT_DETACH), "umount old root")
-    os.chdir("/work")
 
 
 def _sibling(name: str):
@@ -212,6 +77,7 @@ def _sibling(name: str):
 
 
 harness = _sibling("harness")
+nsroot = _sibling("nsroot")
 confine = _sibling("confine")
 probe = _sibling("probe")
 
@@ -282,22 +148,22 @@ def _run_program(req: dict) -> None:
         os._exit(status & 0xFF)
 
 
-def _isolated_child(req: dict, ctx: Context, cg: "Cgroups", fds: tuple) -> None:
+def _isolated_child(req: dict, ctx: Context, cg: Any, fds: tuple) -> None:
     """Child A: join the cgroups, unshare namespaces, fork PID 1 (B) and wait for it."""
     assert ctx.root is not None, "namespaces mode made its root folder at start"
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     cg.join()
-    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+    nsroot.check(libc.unshare(nsroot.CLONE_NEWNS | nsroot.CLONE_NEWNET | nsroot.CLONE_NEWPID | nsroot.CLONE_NEWIPC | nsroot.CLONE_NEWUTS), "unshare")
     pid = os.fork()
     if pid == 0:
         try:
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            _build_root(ctx.root, req.get("work_mb", 64))
+            nsroot.build_root(ctx.root, req.get("work_mb", 64))
             _prepare_process(req, fds)
             os.setgroups([])
             os.setgid(NOBODY)
             os.setuid(NOBODY)
-            _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+            nsroot.check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         except BaseException as exc:  # noqa: BLE001 - report a broken sandbox, never run unsandboxed
             _report(fds, exc)
             os._exit(121)
@@ -361,7 +227,7 @@ def _host_child(req: dict, work: str, fds: tuple) -> None:
     _run_program(req)
 
 
-def _start(req: dict, ctx: Context, cg: "Cgroups | None", work: str | None, reads: tuple, fds: tuple) -> int:
+def _start(req: dict, ctx: Context, cg: Any, work: str | None, reads: tuple, fds: tuple) -> int:
     """Fork the program's process (child A, the confined child or the unsafe-host child); its pid."""
     pid = os.fork()
     if pid == 0:
@@ -475,7 +341,7 @@ def _collect(pipes: Pipes, pid: int, deadline: float, work: str | None = None,
                                      f"{MAX_WORK_FILES} files)")
 
 
-def _stop(pid: int, ctx: Context, cg: "Cgroups | None", status: int | None) -> tuple[int, dict]:
+def _stop(pid: int, ctx: Context, cg: Any, status: int | None) -> tuple[int, dict]:
     """Kill whatever the program left running and reap it: (wait status, facts)."""
     facts: dict = {}
     if cg is not None:
@@ -517,7 +383,7 @@ def run_one(req: dict, ctx: Context) -> dict:
     start = time.monotonic()
     out_r, out_w = os.pipe()
     res_r, res_w = os.pipe()
-    cg = Cgroups(ctx.base, req["max_pids"], req["memory_mb"]) if ctx.mode == "namespaces" and ctx.base else None
+    cg = nsroot.Cgroups(ctx.base, req["max_pids"], req["memory_mb"]) if ctx.mode == "namespaces" and ctx.base else None
     work = ctx.work_dir() if ctx.mode != "namespaces" else None
     pipes = Pipes(out_r, res_r, req.get("output_bytes", 16384))
     try:
@@ -558,11 +424,11 @@ SELF_TEST = {
 
 
 def _start_namespaces(ctx: Context) -> None:
-    if SYS_PIVOT_ROOT is None:
+    if nsroot.SYS_PIVOT_ROOT is None:
         raise OSError(f"pivot_root syscall number unknown on {platform.machine()}")
     ctx.base = {}
     for ctl in ("pids", "memory"):
-        path = os.path.join(CGROUP_ROOT, ctl) + _own_cgroup(ctl).rstrip("/") + f"/tunepack-{os.getpid()}"
+        path = os.path.join(nsroot.CGROUP_ROOT, ctl) + nsroot.own_cgroup(ctl).rstrip("/") + f"/tunepack-{os.getpid()}"
         os.makedirs(path, exist_ok=True)
         ctx.base[ctl] = path
     ctx.root = os.path.join(ctx.scratch, "root")
@@ -580,7 +446,7 @@ def _start_confined(ctx: Context, view: dict) -> None:
                       "CAP_SETUID and CAP_SETGID, to give each worker a uid of its own)")
     if confine.ARCH not in confine.SYSCALLS:
         raise OSError(f"no seccomp syscall table for {confine.ARCH} (x86_64 and aarch64 are known)")
-    _check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
+    nsroot.check(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "prctl(PR_SET_CHILD_SUBREAPER)")
     ctx.uid, ctx.lock = confine.claim_uid()
     os.chmod(ctx.scratch, 0o711)
     ctx.python_paths = [p for p in (confine.map_path(view, p) for p in sys.path) if p]
