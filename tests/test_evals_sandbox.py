@@ -85,6 +85,11 @@ def test_memory_bombs_are_stopped(box):
     )
     assert not spread.passed, spread.output
     assert spread.oom or spread.status == "timeout", spread
+    # anonymous memory files (memfd, each under RLIMIT_FSIZE) are charged to the cgroup too: 750 MB never fit
+    held = box.run("import os\nfds = []\nfor i in range(50):\n    fd = os.memfd_create(str(i))\n"
+                   "    os.pwrite(fd, b'x' * (15 << 20), 0)\n    fds.append(fd)\nprint('held', 15 * len(fds), 'MB')",
+                   Limits(timeout_s=20, memory_mb=512))
+    assert held.oom and "held" not in held.output, held
 
 
 def test_planted_secrets_are_invisible(monkeypatch, tmp_path):

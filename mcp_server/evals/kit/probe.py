@@ -86,7 +86,16 @@ def sandbox_facts() -> dict:
         facts["auto"] = "confined"
     else:
         facts["auto"] = None
+    facts["caps"] = CAPS.get(facts["auto"] or "", "none: generated code would run without isolation")
     return facts
+
+
+# what bounds a program's memory and disk in each isolating mode (docs/security.md)
+CAPS = {
+    "namespaces": "memory: a cgroup counts all of it, memory files included; disk: a 64 MB tmpfs work folder",
+    "confined": "memory: 512 MB a process x 32 processes, memfd_create refused (no cgroup here); disk: a watchdog "
+                "stops a program past 64 MB or 4,096 files in its work folder, 16 MB a file",
+}
 
 
 def sandbox_line(facts: dict) -> str:
@@ -95,5 +104,5 @@ def sandbox_line(facts: dict) -> str:
             f"namespaces {yes[facts['namespaces']]}, cgroup v1 {yes[facts['cgroups_v1']]}, "
             f"uid switch {yes[facts['uid_switch']]}")
     if facts["auto"]:
-        return f"{head} -> eval sandbox 'auto' uses {facts['auto']}"
+        return f"{head} -> eval sandbox 'auto' uses {facts['auto']} ({facts['caps']})"
     return f"{head} -> no isolating eval sandbox here (only docker, or unsafe-host knowingly)"
