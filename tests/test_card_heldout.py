@@ -108,3 +108,19 @@ def test_with_held_out_prompts_grpo_shows_the_reward_curve(tmp_path, monkeypatch
         f"- Held-out reward (one sample per held-out prompt, fixed seed): {_fmt(curve[0]['reward'])} ± "
         f"{_fmt(curve[0]['stderr'])} at step {curve[0]['step']} → {_fmt(curve[-1]['reward'])}")
     assert ("Environment: coding" in card) == (method == "env")
+
+
+@pytest.mark.parametrize("recorded", [{}, None], ids=["measured-nothing", "older-manifest"])
+def test_held_out_rows_with_nothing_measured_on_them_are_said_so(recorded):
+    """Eval rows whose measurement found no trained token ({}), or a manifest from before distillation.heldout."""
+    from mcp_server.registry import render_card
+
+    manifest, summary = load("distill", held_out=True)
+    if recorded is None:
+        del manifest["distillation"]["heldout"]
+    else:
+        manifest["distillation"]["heldout"] = recorded
+    card = render_card(manifest, RunSummary(**summary), name="x", version=1)
+    assert _line(card, "- Held-out evaluation:") == (f"- Held-out evaluation: none. {manifest['dataset']['eval_rows']} "
+                                                     "rows were held out, but nothing was measured on them during training")
+    assert "Held-out (eval rows" not in card
