@@ -1,6 +1,7 @@
 """Distillation end to end on CPU: a larger Qwen3 replica (same tokenizer, a 64-row wider output layer) is
 SFT-trained as the teacher, then distilled into the tiny student off-policy and on-policy, the two runs side by
-side (one torch thread each). Each run measures the student's held-out KL to the teacher and NLL of the recorded
+side (one torch thread each), beside a third off-policy run of 4 steps that holds no rows out (its card must say
+so, and its adapter be registered). Each run measures the student's held-out KL to the teacher and NLL of the recorded
 turns before and after; the card names the teacher and the mode, each mode has its Trackio group, and a teacher
 with another tokenizer is refused before any job starts. About 90 s on two cores."""
 
@@ -50,10 +51,13 @@ def runs(tmp_path_factory) -> dict:
     assert teacher.returncode == 0, teacher.stderr[-3000:]
     teacher_result = json.loads(teacher.stdout)
     procs = {}
-    for mode, knobs in (("off", {"lmbda": 0.0}), ("on", {"lmbda": 1.0, "max_new_tokens": 32})):
+    modes = (("off", {"lmbda": 0.0}), ("on", {"lmbda": 1.0, "max_new_tokens": 32}), ("none", {"lmbda": 0.0}))
+    for mode, knobs in modes:
         path = _config(folder, f"distill-{mode}", model={"name": "tiny:qwen3"},
-                       training={"method": "distill", **({"learning_rate": 0.02} if mode == "on" else {})},
-                       teacher={"name": teacher_result["adapter_path"]}, distill=knobs)
+                       training={"method": "distill", **({"learning_rate": 0.02} if mode == "on" else {}),
+                                 **({"max_steps": 4} if mode == "none" else {})},
+                       teacher={"name": teacher_result["adapter_path"]}, distill=knobs,
+                       data={"eval_fraction": None} if mode == "none" else {})  # "none": no held-out rows
         procs[mode] = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "run", str(path), "--json"], cwd=REPO,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                        env={**os.environ, "OMP_NUM_THREADS": "1"})
@@ -63,6 +67,20 @@ def runs(tmp_path_factory) -> dict:
         assert proc.returncode == 0, stderr[-3000:]
         out[mode] = json.loads(stdout)
     return out
+
+
+def test_without_held_out_rows_the_adapter_is_registered_and_its_card_says_nothing_was_held_out(runs):
+    """The run used to end ERROR at the card (distillation.heldout is {} without eval rows), never registered."""
+    listed = json.loads(run_cli("registry", "list", "distill-none", "--json").stdout)
+    assert [(v["name"], v["version"], v["run_name"]) for v in listed] == [("distill-none", 1, runs["none"]["run_name"])]
+    manifest = _manifest(runs["none"])
+    assert manifest["distillation"]["heldout"] == {} and manifest["dataset"]["eval_rows"] == 0
+    card = (Path(listed[0]["path"]) / "README.md").read_text()
+    assert Path(runs["none"]["card_path"]) == Path(listed[0]["path"]) / "README.md"
+    assert "distilled from the teacher" in card and "48 training rows" in card and "evaluation rows" not in card
+    assert ("- Held-out evaluation: none. No rows were held out, so the run measured nothing on data it did not train "
+            "on") in card
+    assert "Held-out (eval rows" not in card and "measured on them" not in card
 
 
 @pytest.mark.parametrize("mode", ["off", "on"])

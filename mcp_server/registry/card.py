@@ -30,6 +30,28 @@ def _fmt(value: object) -> str:
     return str(value)
 
 
+def heldout_evaluation(manifest: dict, first: dict) -> dict:
+    """What the run measured on data it did not train on, whichever the method: ``rows`` held out (rows, or prompts
+    for GRPO), ``measured`` (what was measured on them; None when nothing was) and ``how`` to hold data out. Without
+    held-out data a distillation run records ``distillation.heldout`` as ``{}`` and a GRPO run an empty curve."""
+    dataset, distillation, grpo = manifest["dataset"], manifest.get("distillation"), manifest.get("grpo")
+    if grpo:
+        curve = grpo.get("curve") or []
+        measured = (f"the reward on {curve[0]['n']} of them, {len(curve)} times from step {curve[0]['step']} to step "
+                    f"{curve[-1]['step']} (one sample per prompt)" if curve else None)
+        return {"rows": manifest["mask_check"].get("heldout_prompts") or 0, "unit": "prompts", "measured": measured,
+                "how": "for a held-out reward curve, set data.eval_fraction (e.g. 0.1) or grpo.heldout_path"}
+    if distillation:
+        found = distillation.get("heldout") or {}
+        before, after = found.get("before"), found.get("after")
+        measured = (f"the student's KL to the teacher and NLL of the recorded turns on their {before['tokens']} "
+                    "trained tokens, before and after training" if before and after else None)
+    else:
+        measured = "the eval loss (the eval_* rows of the Training table)" if "eval_loss" in first else None
+    return {"rows": dataset.get("eval_rows") or 0, "unit": "rows", "measured": measured,
+            "how": "to hold rows out, set data.eval_fraction (e.g. 0.1), or data.eval_split for a Hub dataset"}
+
+
 def render_card(manifest: dict, summary: RunSummary | None, *, name: str, version: int | None = None,
                 results_markdown: str = NOT_EVALUATED) -> str:
     config = manifest["config"]
@@ -55,7 +77,7 @@ def render_card(manifest: dict, summary: RunSummary | None, *, name: str, versio
         config_hash=manifest.get("config_hash"), git_commit=manifest.get("git_commit"),
         config_yaml=yaml.safe_dump(config, sort_keys=False), distillation=manifest.get("distillation"),
         grpo=manifest.get("grpo"), lineage=manifest.get("lineage"), traces=manifest.get("traces"),
-        start=manifest.get("start"), memory=manifest.get("memory_plan"),
+        start=manifest.get("start"), memory=manifest.get("memory_plan"), heldout=heldout_evaluation(manifest, first),
     )
 
 
