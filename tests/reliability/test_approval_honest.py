@@ -13,7 +13,7 @@ import anyio
 import mcp_types as t
 import pytest
 from mcp import Client, StdioServerParameters
-from support.common import REPO, run_cli
+from support.common import REPO, run_cli, short_conversation, write_jsonl
 
 from mcp_server.approval import ApprovalError, Asked, Budget, TokenStore, decide
 
@@ -73,6 +73,37 @@ def test_a_token_is_good_only_in_the_session_that_was_quoted(hub):
     assert elsewhere.is_error and "another MCP session" in _text(elsewhere)
     assert not here.is_error and here.structured_content["decision"]["via"] == "token"
     assert _posts(hub) == 1
+
+
+def test_a_token_binds_the_labels_of_the_run(hub, tmp_path):
+    """Before: a pipeline_run quote's token started jobs_submit(config_path, labels={"stage": "eval"}), and a
+    jobs_submit quote for labels L started the run with labels L': the labels (they name the run's stage, project
+    and run in the job list, and settling a finished job reads them) were not part of what the human approved."""
+    data = write_jsonl(tmp_path / "rows.jsonl", [{"messages": short_conversation(i)} for i in range(6)])
+    config = tmp_path / "labels.yaml"
+    config.write_text(json.dumps({"model": {"name": "Qwen/Qwen3-0.6B"}, "data": {"path": str(data)},
+                                  "training": {"max_steps": 20}, "tracking": {"project": "honest-labels"},
+                                  "output": {"name": "honest-labels"}}))
+    run = {"config_path": str(config), "backend": "hf", "flavor": "t4-small", "timeout_s": 3600}
+
+    async def flow():
+        async with Client(_params(), mode="legacy") as client:
+            quote = (await client.call_tool("pipeline_run", run)).structured_content
+            relabelled = await client.call_tool("jobs_submit", {**run, "labels": {"stage": "eval"},
+                                                                "approval_token": quote["decision"]["approval_token"]})
+            quote = (await client.call_tool("jobs_submit", {**run, "labels": {"team": "a"}})).structured_content
+            token = quote["decision"]["approval_token"]
+            other = await client.call_tool("jobs_submit", {**run, "labels": {"team": "b"}, "approval_token": token})
+            quoted = await client.call_tool("jobs_submit", {**run, "labels": {"team": "a"}, "approval_token": token})
+            return relabelled, other, quoted
+
+    relabelled, other, quoted = anyio.run(flow)
+    assert relabelled.is_error and 'labels (quoted {}, now {"stage": "eval"})' in _text(relabelled), _text(relabelled)
+    assert other.is_error and 'labels (quoted {"team": "a"}, now {"team": "b"})' in _text(other), _text(other)
+    assert "fresh quote" in _text(other)
+    assert not quoted.is_error and quoted.structured_content["decision"]["via"] == "token", _text(quoted)
+    assert _posts(hub) == 1  # only the call with the quoted labels started a job
+    assert hub.requests("POST", "/api/jobs/alice")[0].body["labels"]["team"] == "a"
 
 
 def test_tokens_never_approve_where_the_client_can_elicit(tmp_path):
