@@ -5,6 +5,9 @@ unless --yes, one daily cap holds across project names, and a sweep's retries st
 
 import json
 import os
+import pty
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -150,6 +153,44 @@ def test_a_paid_cli_command_without_a_terminal_needs_yes(hub):
     free = subprocess.run([sys.executable, "-m", "mcp_server.cli", "budget", "set", "honest-cli", "99"], cwd=REPO,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
     assert free.returncode == 1 and "No terminal" in free.stderr  # nor does an agent raise its own budget
+
+
+def test_a_pseudo_terminal_passes_the_no_terminal_rule(hub):
+    """The limit the README states, shown as it is: the no-terminal rule reads whether stdin is a terminal, and a
+    pseudo-terminal the agent makes itself is one. `script -qec "tunepack jobs submit …"` submits a paid job without
+    --yes, and a pty from Python's own `pty` module raises the agent's budget. Nothing in the same OS account can
+    tell that from a person typing; only the custodian mode (another OS account) holds (test_custodian.py)."""
+    env = os.environ.copy()
+    if shutil.which("script"):
+        command = shlex.join([sys.executable, "-m", "mcp_server.cli", "jobs", "submit", "--backend", "hf",
+                              "--flavor", "a10g-small", "--timeout", "1800", "--project", "honest-pty",
+                              str(REPO / "bench" / "spine.py")])
+        done = subprocess.run(["script", "-qec", command, "/dev/null"], cwd=REPO, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, env=env, timeout=300)
+        assert done.returncode == 0 and "No terminal" not in done.stdout + done.stderr, done.stdout[-2000:]
+        assert _posts(hub) == 1  # the paid job went out with no --yes and no person
+    leader, follower = pty.openpty()
+    try:
+        raised = subprocess.run([sys.executable, "-m", "mcp_server.cli", "budget", "set", "honest-pty", "99"],
+                                cwd=REPO, stdin=follower, capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert raised.returncode == 0 and json.loads(raised.stdout)["limit_usd"] == 99, raised.stderr
+
+
+def test_the_docs_say_what_the_no_terminal_rule_does_not_stop():
+    def text(rel: str) -> str:
+        return " ".join((REPO / rel).read_text(encoding="utf-8").split())  # lines joined: wrapping does not matter
+
+    section = text("README.md").split(" ## Security ", 1)[1].split(" ## ", 1)[0]
+    for said in ("stops an agent's plain non-interactive shell call", "does **not** stop an agent that makes a "
+                 "pseudo-terminal itself", "script -qec", "pty.spawn", "Only custodian mode holds against that",
+                 "another OS account"):
+        assert said in section, said
+    assert "What it does not stop: an agent that makes a pseudo-terminal itself" in text("docs/security.md")
+    assert "pseudo-terminal the agent makes itself" in text("docs/commands.md")
+    assert "a pseudo-terminal you make" in text("agents.md")
 
 
 def test_one_cap_across_project_names(tmp_path, monkeypatch):
