@@ -3,20 +3,22 @@
 ``setup_plan.py`` plans every change, and checks every path and config, before anything is written (what goes
 where is said there). This module writes the plan, and prints its diff or what it did.
 
-Should a write fail half way, the changes already made are undone.
+Every write goes through the root's directory descriptor, one path component at a time with ``O_NOFOLLOW``
+(``beneath.py``): a folder an agent swaps for a link after the plan's check redirects nothing: a link out of the
+root met at the write refuses the run, naming it. Should a write fail half way (that, a full disk, a read-only
+folder), the changes already made are undone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
-import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
 from ..errors import SetupError
-from .config_files import copy_tree, prune_dirs, write_text
+from .beneath import Beneath
+from .config_files import NOT_COPIED
 from .setup_plan import (
     CHECK,
     HARNESSES,
@@ -30,45 +32,54 @@ from .setup_plan import (
     plan,
     programs,
     serve_argv,
+    where,
 )
 
 # --- doing it ------------------------------------------------------------------------------------------------------
 
-def _link(path: Path, target: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tunepack-link")
-    tmp.unlink(missing_ok=True)
-    tmp.symlink_to(target)
-    os.replace(tmp, path)
-
-
-def _do(change: Change, base: Path) -> None:
+def _do(change: Change, root: Beneath) -> None:
     if change.kind == "file":
-        write_text(change.path, change.after)
+        root.write_text(change.path, change.after)
     elif change.kind == "skill":
-        copy_tree(Path(change.after), change.path) if change.after else shutil.rmtree(change.path)
+        if change.after:
+            root.copy_tree(Path(change.after), change.path, NOT_COPIED)
+        else:
+            root.remove_tree(change.path)
     elif change.after:
-        _link(change.path, change.after)
+        root.link(change.path, change.after)
     else:
-        change.path.unlink()
+        root.remove(change.path)
     if change.after is None:
-        prune_dirs(change.path.parent, base)
+        root.prune(change.path.parent)
 
 
 def apply(result: Plan) -> None:
-    """Make the changes; when one fails (a full disk, a read-only folder), undo the ones made before it."""
-    done: list[Change] = []
-    for change in result.changes:
-        try:
-            _do(change, result.scope.base)
-        except OSError as exc:
-            for made in reversed(done):
-                with contextlib.suppress(OSError):
-                    _do(Change(made.path, made.kind, made.after, made.before), result.scope.base)
-            raise SetupError(f"Writing {result.scope.show(change.path)} failed: {exc.strerror or exc}.",
-                             "fix that (room on the disk, write access) and rerun; the changes made before it were "
-                             "undone, setup changed nothing.") from exc
-        done.append(change)
+    """Make the changes, each through its root's directory descriptor; when one fails (a full disk, a read-only
+    folder, a link out of the root swapped in after the plan's check), undo the ones made before it."""
+    scope = result.scope
+    with contextlib.ExitStack() as held:
+        roots: dict[Path, Beneath] = {}
+
+        def root_of(path: Path) -> Beneath:
+            root = scope.root_of(path)
+            if root not in roots:
+                roots[root] = held.enter_context(Beneath(root, *where(scope)))
+            return roots[root]
+
+        done: list[Change] = []
+        for change in result.changes:
+            try:
+                _do(change, root_of(change.path))
+            except (OSError, SetupError) as exc:
+                for made in reversed(done):
+                    with contextlib.suppress(OSError, SetupError):
+                        _do(Change(made.path, made.kind, made.after, made.before), root_of(made.path))
+                if isinstance(exc, SetupError):
+                    raise  # a link out of the root: the error names it, and says setup changed nothing
+                raise SetupError(f"Writing {scope.show(change.path)} failed: {exc.strerror or exc}.",
+                                 "fix that (room on the disk, write access) and rerun; the changes made before it "
+                                 "were undone, setup changed nothing.") from exc
+            done.append(change)
 
 
 def diff(result: Plan) -> str:

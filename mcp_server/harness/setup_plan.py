@@ -71,7 +71,8 @@ class Scope:
         return self.base / ".agents" / "skills"
 
     def _env_dir(self, name: str, default: Path) -> Path:
-        return Path(self.env[name]).expanduser() if self.env.get(name) else default
+        # resolved, as HOME and the project are: the root setup writes under is a real folder, opened O_NOFOLLOW
+        return Path(self.env[name]).expanduser().resolve() if self.env.get(name) else default
 
     def opencode_config(self) -> Path:
         folder = self._env_dir("XDG_CONFIG_HOME", self.base / ".config") / "opencode" if self.user else self.base
