@@ -35,6 +35,19 @@ def test_token_is_single_use_and_bound_to_the_action(tokens):
         tokens.redeem(token, "jobs_submit", ARGS, 0.5)
 
 
+def test_a_refused_token_names_what_differs_and_asks_for_a_new_quote(tokens):
+    quoted = {**ARGS, "labels": {"team": "a"}}
+    token, _ = tokens.issue("pipeline_run", quoted, 0.5)
+    with pytest.raises(ApprovalError) as refused:
+        tokens.redeem(token, "pipeline_run", {**ARGS, "labels": {"team": "b"}}, 0.5)
+    said = str(refused.value)
+    assert 'labels (quoted {"team": "a"}, now {"team": "b"})' in said and "timeout_s" not in said, said
+    assert "fresh quote" in refused.value.fix
+    with pytest.raises(ApprovalError, match=r"the tool \(pipeline_run quoted, now jobs_submit\).*the cost"):
+        tokens.redeem(token, "jobs_submit", quoted, 0.75)
+    tokens.redeem(token, "pipeline_run", quoted, 0.5)  # a refusal does not use the token up
+
+
 def test_token_expires_and_unknown_tokens_are_refused(tokens):
     token, _ = tokens.issue("jobs_submit", ARGS, 0.5, now=1000.0)
     with pytest.raises(ApprovalError, match="expired"):

@@ -2,7 +2,8 @@
 
 One decision function for every such action. What counts as a human's yes depends on where the call came from:
 - the keyboard: a person typed the CLI command in a terminal (or added ``--yes``); without a terminal and
-  without ``--yes`` (an agent's shell) a paid command is refused;
+  without ``--yes`` (an agent's plain shell call) a paid command is refused. A pseudo-terminal the agent makes
+  itself passes this rule: only the custodian mode holds against that;
 - MCP elicitation, when the client supports it: the server asks the human in the client's UI, and only their
   answer approves (approval tokens are refused); a "no" ends that quote;
 - a two-step token, when the client cannot elicit (OpenCode): the first call returns the quote and a token bound

@@ -37,7 +37,9 @@ class Consent(BaseModel):
     @classmethod
     def keyboard(cls, yes: bool = False) -> Consent:
         """A CLI command's consent: a person at a terminal typed it, or said --yes; otherwise (no terminal: an
-        agent's shell, a pipe) a paid or publishing action is refused."""
+        agent's shell, a pipe) a paid or publishing action is refused. "A terminal" is stdin being a tty, and a
+        pseudo-terminal the agent makes itself (`script`, `pty.spawn`) is one: in the same OS account nothing can
+        tell it from a person typing; only the custodian mode holds against that (README, Security)."""
         typed = yes or _terminal()
         return cls(at_keyboard=typed, no_terminal=not typed)
 

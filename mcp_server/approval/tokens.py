@@ -24,14 +24,39 @@ from ..errors import ApprovalError
 from ..home import home_dir
 
 TTL_S = 600
+DIFFERENT = "The approval token was issued for different arguments or a different cost."
 _AGAIN = ("call the tool again without approval_token to get a fresh quote, show it to the human, and pass the "
           "new token only after they approve.")
 
 
+def _canonical(tool: str, arguments: dict, cost_usd: float) -> str:
+    return json.dumps({"tool": tool, "arguments": arguments, "cost_usd": round(cost_usd, 6)},
+                      sort_keys=True, separators=(",", ":"), default=str)
+
+
 def action_hash(tool: str, arguments: dict, cost_usd: float) -> str:
-    canonical = json.dumps({"tool": tool, "arguments": arguments, "cost_usd": round(cost_usd, 6)},
-                           sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(_canonical(tool, arguments, cost_usd).encode()).hexdigest()
+
+
+def _shown(value: object) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+def differences(quoted: str | None, tool: str, arguments: dict, cost_usd: float) -> str:
+    """What differs between the quoted action (its canonical JSON) and this call, key by key: "labels (quoted {},
+    now {"stage": "eval"})". Empty when the quote predates stored arguments."""
+    if not quoted:
+        return ""
+    before = json.loads(quoted)
+    now = json.loads(_canonical(tool, arguments, cost_usd))
+    parts = [f"the tool ({before['tool']} quoted, now {now['tool']})"] if before["tool"] != now["tool"] else []
+    old, new = before["arguments"], now["arguments"]
+    parts += [f"{key} (quoted {_shown(old.get(key))}, now {_shown(new.get(key))})"
+              for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    if before["cost_usd"] != now["cost_usd"]:
+        parts.append(f"the cost (quoted ${before['cost_usd']:.2f}, now ${now['cost_usd']:.2f})")
+    return "; ".join(parts)
 
 
 class Quote(BaseModel):
@@ -53,6 +78,8 @@ class TokenStore:
                        "tool TEXT NOT NULL, cost REAL NOT NULL, expires REAL NOT NULL, used REAL, "
                        "session TEXT NOT NULL DEFAULT '', summary TEXT NOT NULL DEFAULT '', approved REAL, "
                        "void TEXT)")
+            if "arguments" not in {row[1] for row in db.execute("PRAGMA table_info(quotes)")}:
+                db.execute("ALTER TABLE quotes ADD COLUMN arguments TEXT")  # what was quoted, to name a difference
 
     def _db(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -62,9 +89,10 @@ class TokenStore:
         token = "tp-approve-" + secrets.token_urlsafe(12)
         expires = (now or time.time()) + TTL_S
         with closing(self._db()) as db:
-            db.execute("INSERT INTO quotes (token, action, tool, cost, expires, session, summary) "
-                       "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                       (token, action_hash(tool, arguments, cost_usd), tool, cost_usd, expires, session, summary))
+            db.execute("INSERT INTO quotes (token, action, tool, cost, expires, session, summary, arguments) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                       (token, action_hash(tool, arguments, cost_usd), tool, cost_usd, expires, session, summary,
+                        _canonical(tool, arguments, cost_usd)))
         return token, expires
 
     def redeem(self, token: str, tool: str, arguments: dict, cost_usd: float, now: float | None = None, *,
@@ -74,12 +102,15 @@ class TokenStore:
         now = now or time.time()
         with closing(self._db()) as db:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT action, expires, used, session, approved, void FROM quotes WHERE token = ?",
-                             (token,)).fetchone()
-            problem = _refusal(row, action_hash(tool, arguments, cost_usd), now, session, custodian)
+            row = db.execute("SELECT action, expires, used, session, approved, void, arguments FROM quotes "
+                             "WHERE token = ?", (token,)).fetchone()
+            problem = _refusal(row and row[:6], action_hash(tool, arguments, cost_usd), now, session, custodian)
             if problem:
                 db.execute("ROLLBACK")
-                raise ApprovalError(problem, _AGAIN if not custodian else
+                changed = problem == DIFFERENT and differences(row[6], tool, arguments, cost_usd)
+                if changed:
+                    problem = f"{problem[:-1]}: {changed}."
+                raise ApprovalError(problem, _AGAIN if not custodian or changed else
                                     f"ask the human to approve it as the custodian: `tunepack approve {token}`; "
                                     "then call the tool again with the same arguments and this token.")
             db.execute("UPDATE quotes SET used = ? WHERE token = ?", (now, token))
@@ -122,7 +153,7 @@ def _refusal(row, action: str, now: float, session: str, custodian: bool) -> str
     if now > expires:
         return "The approval token expired (tokens last 10 minutes)."
     if quoted != action:
-        return "The approval token was issued for different arguments or a different cost."
+        return DIFFERENT
     if quoted_session != session:
         return "The approval token was issued to another MCP session (a token is good only where it was quoted)."
     if custodian and approved is None:

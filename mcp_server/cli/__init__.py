@@ -13,7 +13,8 @@ Usage:
     tunepack ledger …   tunepack research …   tunepack sweep …   tunepack harness check | sync
     tunepack results readme --sweep ID | --adapter NAME@vN [--readme README.md]
     tunepack setup opencode|codex|claude [--project DIR | --user] [--dry-run] [--remove]
-    tunepack serve [--http [--custodian]] [--toolsets core,jobs]   tunepack approve [TOKEN | --list]
+    tunepack serve [--http [--custodian] [--max-sessions N] [--idle-timeout S]] [--toolsets core,jobs]
+    tunepack approve [TOKEN | --list]
     tunepack budget show|set PROJECT [USD] [--yes]      tunepack budget set --total USD
     tunepack data inspect PATH | preview CONFIG --row N      tunepack tiny-model --data F -o DIR
 
@@ -48,8 +49,13 @@ def cmd_serve(args) -> None:
             raise TunepackError("--custodian serves another OS account's agent, which reaches this server over HTTP.",
                                 "add --http (and give the agent's harness the URL http://127.0.0.1:PORT/mcp).")
         _custodian()
+    if not args.http and (args.max_sessions is not None or args.idle_timeout is not None):
+        raise TunepackError("--max-sessions and --idle-timeout limit the MCP sessions of the HTTP server; over stdio "
+                            "the server process is the one session.", "add --http, or drop those flags.")
+    limits = {k: v for k, v in (("max_sessions", args.max_sessions), ("idle_timeout_s", args.idle_timeout))
+              if v is not None}
     serve(http=args.http, host=args.host, port=args.port,
-          toolsets=args.toolsets if args.toolsets is not None else toolsets())
+          toolsets=args.toolsets if args.toolsets is not None else toolsets(), **limits)
 
 
 def _add_serve(sub) -> None:
@@ -60,6 +66,11 @@ def _add_serve(sub) -> None:
     p.add_argument("--toolsets", default=None,
                    help="comma-separated toolsets to expose: core (default: the whole contract), jobs, tracking, "
                         "viewer, data, ledger, research, or all (also TUNEPACK_TOOLSETS)")
+    p.add_argument("--max-sessions", type=int, default=None, metavar="N",
+                   help="--http: at most N MCP sessions open at once (default 64; each holds about 39 KB); a client "
+                        "that would open one more gets HTTP 503 naming the cap")
+    p.add_argument("--idle-timeout", type=float, default=None, metavar="SECONDS",
+                   help="--http: drop a session that has had no request for this long (default 1800)")
     p.add_argument("--custodian", action="store_true",
                    help="run as the custodian account: paid and publishing actions wait for `tunepack approve TOKEN` "
                         "run under this account (see README, Security)")

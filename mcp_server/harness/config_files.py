@@ -1,6 +1,6 @@
 """Editing other people's harness configs without losing anything of theirs: merge tunepack's entries into a
 JSON file and take exactly those out again; put tunepack's tables into a Codex config.toml as one marked block
-(their comments and order stay byte for byte); write files and skill folders atomically (temp + rename).
+(their comments and order stay byte for byte); compare skill folders (``beneath.py`` writes them).
 
 Every reader refuses a malformed file with ``SetupError`` (what is wrong, where, what to do) before anything is
 written: invalid JSON or TOML, text that is not UTF-8, nesting deeper than ``MAX_DEPTH``, a JSON top level that is
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import filecmp
 import json
-import os
 import re
-import shutil
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
@@ -325,37 +322,6 @@ def toml_has_block(path: Path) -> bool:
         return True
 
 
-# --- writing ----------------------------------------------------------------------------------------------
-
-def write_text(path: Path, text: str | None) -> None:
-    """Replace ``path`` with ``text`` through a temp file and a rename (None: delete); a link's target is written."""
-    path = path.resolve() if path.is_symlink() else path
-    if text is None:
-        path.unlink(missing_ok=True)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, (path.stat().st_mode & 0o7777) if path.exists() else 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def copy_tree(source: Path, dest: Path) -> None:
-    """Copy a skill folder next to ``dest`` and rename it into place."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
-    try:
-        shutil.copytree(source, tmp / dest.name, ignore=shutil.ignore_patterns(*NOT_COPIED))
-        os.replace(tmp / dest.name, dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def same_tree(a: Path, b: Path) -> bool:
     """Whether two folders hold the same files with the same bytes (caches aside)."""
     def files(root: Path) -> set[str]:
@@ -365,14 +331,3 @@ def same_tree(a: Path, b: Path) -> bool:
     names = files(a)
     return a.is_dir() and b.is_dir() and names == files(b) and \
         all(filecmp.cmp(a / n, b / n, shallow=False) for n in names)
-
-
-def prune_dirs(path: Path, stop: Path) -> None:
-    """Remove the empty folders from ``path`` up to (not including) ``stop``."""
-    for folder in [path, *path.parents]:
-        if folder == stop or stop not in folder.parents:
-            return
-        try:
-            folder.rmdir()
-        except OSError:
-            return

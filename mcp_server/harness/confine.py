@@ -55,14 +55,21 @@ def refuse_escapes(targets: Iterable[tuple[Path, Path]], where: str, fix_hint: s
         hit = escape(path, root)
         if hit and hit.link not in found:
             found[hit.link] = hit
-    if not found:
-        return
+    if found:
+        raise refusal(list(found.values()), where, fix_hint, who)
+
+
+def refusal(found: list[Escape], where: str, fix_hint: str = "", who: str = "setup",
+            during: bool = False) -> SetupError:
+    """The error naming each link, where it points and the fix. ``during``: the link was met while writing (it
+    appeared after the check: ``beneath.py`` refuses it at the write itself)."""
     links = "; ".join(f"{hit.link} is a link to {hit.points_to}" + (
-        f" ({hit.resolved})" if hit.points_to != hit.resolved else "") for hit in found.values())
-    raise SetupError(f"{links} — outside {where} ({next(iter(found.values())).root}); tunepack {who} does not write "
-                     "through a link that leads out of the folder it writes in.",
-                     f"replace the link with a real file or folder (copy what it points to in its place){fix_hint}; "
-                     f"{who} changed nothing.")
+        f" ({hit.resolved})" if hit.points_to != hit.resolved else "") for hit in found)
+    when = " It appeared while tunepack was writing, after its check." if during else ""
+    return SetupError(f"{links} — outside {where} ({found[0].root}); tunepack {who} does not write through a link "
+                      f"that leads out of the folder it writes in.{when}",
+                      f"replace the link with a real file or folder (copy what it points to in its place){fix_hint}; "
+                      f"{who} changed nothing.")
 
 
-__all__ = ["Escape", "escape", "refuse_escapes"]
+__all__ = ["Escape", "escape", "refusal", "refuse_escapes"]

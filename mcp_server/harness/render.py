@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..resources import render_template
+from .beneath import Beneath
 from .catalog import _SKILLS as CLONE_SKILLS_NOTE
 from .catalog import (
     COMMANDS,
@@ -321,34 +322,33 @@ def check(root: str | Path | None = None) -> list[str]:
 
 
 def sync(root: str | Path | None = None) -> list[str]:
-    """Write every managed file and link that differs; remove stale generated files. Returns what changed."""
+    """Write every managed file and link that differs; remove stale generated files. Returns what changed. Every
+    write goes through the clone's directory descriptor (``beneath.py``): a link swapped in meanwhile redirects
+    nothing."""
     root = Path(root or default_root()).resolve()
     changed = []
     files = managed_files()
     refuse_escapes([(root / rel, root) for rel in files] + [((root / rel).parent, root) for rel in LINKS],
                    "the clone", who="harness sync")
-    for rel, content in files.items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != content:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
+    with Beneath(root, "the clone", who="harness sync") as clone:
+        for rel, content in files.items():
+            path = root / rel
+            if not path.is_file() or path.read_text(encoding="utf-8") != content:
+                clone.write_text(path, content)
+                changed.append(rel)
+        for rel, target in LINKS.items():
+            path = root / rel
+            if path.is_symlink() and os.readlink(path) == target:
+                continue
+            if path.exists() and not path.is_symlink() and not path.is_file():
+                raise FileExistsError(f"{rel} is a real folder; move its content to skills/ and remove it")
+            clone.link(path, target)
             changed.append(rel)
-    for rel, target in LINKS.items():
-        path = root / rel
-        if path.is_symlink() and os.readlink(path) == target:
-            continue
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            raise FileExistsError(f"{rel} is a real folder; move its content to skills/ and remove it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.symlink_to(target)
-        changed.append(rel)
-    for folder in (".claude/agents", ".claude/commands", ".codex/agents", ".opencode/command"):
-        for p in (root / folder).glob("*"):
-            if p.is_file() and str(p.relative_to(root)) not in files:
-                p.unlink()
-                changed.append(f"{p.relative_to(root)} (removed)")
+        for folder in (".claude/agents", ".claude/commands", ".codex/agents", ".opencode/command"):
+            for p in (root / folder).glob("*"):
+                if p.is_file() and str(p.relative_to(root)) not in files:
+                    clone.remove(p)
+                    changed.append(f"{p.relative_to(root)} (removed)")
     return changed
 
 

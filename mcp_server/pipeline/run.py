@@ -133,8 +133,10 @@ def start_pipeline(config: str | Path | TrainConfig, *, backend: JobBackend | st
 
         check_remote(cfg)
         timeout_s = remote_timeout(cfg, flavor, timeout_s, force, size)
+    # the approval binds to everything that changes what runs or how it is recorded: the labels too (they name the
+    # run's stage, project and run in the job list, and settling reads them)
     arguments = {"config_hash": config_hash(cfg), "backend": name, "flavor": flavor, "timeout_s": timeout_s,
-                 "force": force}
+                 "force": force, "labels": dict(extra_labels or {})}
     submitted: list[_Submitted] = []
 
     def submit() -> JobInfo:
@@ -258,6 +260,6 @@ def submit_script(spec: JobSpec, backend: str, *, project: str = "tunepack", con
                           "own account.")
     spec = spec.model_copy(update={"name": spec.name if spec.name != "job" else path.stem})
     arguments = {"script_sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "backend": backend,
-                 **spec.model_dump(include={"args", "labels", "secrets", "timeout_s", "flavor"})}
+                 **spec.model_dump(include={"name", "args", "labels", "secrets", "timeout_s", "flavor"})}
     return spend("jobs_submit", arguments, cost, project, lambda: get_backend(backend).submit(spec),
                  consent or Consent())

@@ -294,7 +294,8 @@ def export_version(name: str, version: int | None = None, *, merge: bool = False
     decision = None
     if push_repo:
         decision = approve("registry_export", {"name": entry.name, "version": entry.version, "repo_id": push_repo,
-                                               "private": private}, 0.0, needed=not private,
+                                               "private": private, "merge": merge, "base": base_override},
+                           0.0, needed=not private,
                            consent=consent or Consent(),
                            summary=f"push {entry.name} v{entry.version}, merged, as the public repo {push_repo}")
     manifest, adapter_config = _manifest(entry), _adapter_config(entry)

@@ -8,6 +8,7 @@ load only inside the tools (or jobs) that need them.
 
 from .. import __version__
 from .boundary import TunepackServer
+from .http_sessions import IDLE_TIMEOUT_S, MAX_SESSIONS, SessionLimits, check
 
 INSTRUCTIONS = """tunepack post-trains small language models (QLoRA SFT with TRL + PEFT).
 Order of work: skills_list/skills_read (how-to) → data_inspect / viewer_traces → pipeline_validate →
@@ -64,10 +65,14 @@ def build_server(toolsets: str | None = "all") -> TunepackServer:
     return server
 
 
-def serve(http: bool = False, host: str = "127.0.0.1", port: int = 8765, toolsets: str | None = None) -> None:
-    """Serve the ``toolsets`` (default: core, the whole contract)."""
+def serve(http: bool = False, host: str = "127.0.0.1", port: int = 8765, toolsets: str | None = None,
+          max_sessions: int = MAX_SESSIONS, idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+    """Serve the ``toolsets`` (default: core, the whole contract). Over HTTP at most ``max_sessions`` MCP sessions
+    are open at once, and one with no request for ``idle_timeout_s`` is dropped (``http_sessions``)."""
     server = build_server(toolsets or "core")
     if http:
-        server.run("streamable-http", host=host, port=port)
+        limits = check(SessionLimits(max_sessions, idle_timeout_s))
+        server.run("streamable-http", host=host, port=port, max_sessions=limits.max_sessions,
+                   session_idle_timeout=limits.idle_timeout_s)
     else:
         server.run()

@@ -21,7 +21,7 @@ from mcp_types import INVALID_PARAMS
 from pydantic import ValidationError
 
 from ..skills.loops import LoopGuard
-from . import protocol
+from . import http_sessions, protocol
 from .prompts import refusal
 from .schemas import compact_input, compact_output
 
@@ -123,9 +123,15 @@ class TunepackServer(MCPServer):
                                             self._lowlevel_server.create_initialization_options())
 
     def streamable_http_app(self, **kwargs: Any) -> Any:
-        """As the SDK's, with ``protocol.EnvelopeErrors`` in front (an invalid envelope: -32600 in one line)."""
+        """As the SDK's, with ``protocol.EnvelopeErrors`` in front (an invalid envelope: -32600 in one line), and
+        tunepack's session cap and idle timeout (``http_sessions``) unless the caller names its own."""
+        kwargs.setdefault("max_sessions", http_sessions.MAX_SESSIONS)
+        kwargs.setdefault("session_idle_timeout", http_sessions.IDLE_TIMEOUT_S)
         app = super().streamable_http_app(**kwargs)
         app.add_middleware(protocol.EnvelopeErrors)
+        if kwargs["max_sessions"] is not None and not kwargs.get("stateless_http"):
+            app.add_middleware(http_sessions.SessionCap, limits=http_sessions.SessionLimits(
+                kwargs["max_sessions"], kwargs["session_idle_timeout"]))
         return app
 
     def _with_advice(self, name: str, arguments: dict[str, Any], message: str) -> str:

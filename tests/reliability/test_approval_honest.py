@@ -5,6 +5,9 @@ unless --yes, one daily cap holds across project names, and a sweep's retries st
 
 import json
 import os
+import pty
+import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -13,7 +16,7 @@ import anyio
 import mcp_types as t
 import pytest
 from mcp import Client, StdioServerParameters
-from support.common import REPO, run_cli
+from support.common import REPO, run_cli, short_conversation, write_jsonl
 
 from mcp_server.approval import ApprovalError, Asked, Budget, TokenStore, decide
 
@@ -75,6 +78,37 @@ def test_a_token_is_good_only_in_the_session_that_was_quoted(hub):
     assert _posts(hub) == 1
 
 
+def test_a_token_binds_the_labels_of_the_run(hub, tmp_path):
+    """Before: a pipeline_run quote's token started jobs_submit(config_path, labels={"stage": "eval"}), and a
+    jobs_submit quote for labels L started the run with labels L': the labels (they name the run's stage, project
+    and run in the job list, and settling a finished job reads them) were not part of what the human approved."""
+    data = write_jsonl(tmp_path / "rows.jsonl", [{"messages": short_conversation(i)} for i in range(6)])
+    config = tmp_path / "labels.yaml"
+    config.write_text(json.dumps({"model": {"name": "Qwen/Qwen3-0.6B"}, "data": {"path": str(data)},
+                                  "training": {"max_steps": 20}, "tracking": {"project": "honest-labels"},
+                                  "output": {"name": "honest-labels"}}))
+    run = {"config_path": str(config), "backend": "hf", "flavor": "t4-small", "timeout_s": 3600}
+
+    async def flow():
+        async with Client(_params(), mode="legacy") as client:
+            quote = (await client.call_tool("pipeline_run", run)).structured_content
+            relabelled = await client.call_tool("jobs_submit", {**run, "labels": {"stage": "eval"},
+                                                                "approval_token": quote["decision"]["approval_token"]})
+            quote = (await client.call_tool("jobs_submit", {**run, "labels": {"team": "a"}})).structured_content
+            token = quote["decision"]["approval_token"]
+            other = await client.call_tool("jobs_submit", {**run, "labels": {"team": "b"}, "approval_token": token})
+            quoted = await client.call_tool("jobs_submit", {**run, "labels": {"team": "a"}, "approval_token": token})
+            return relabelled, other, quoted
+
+    relabelled, other, quoted = anyio.run(flow)
+    assert relabelled.is_error and 'labels (quoted {}, now {"stage": "eval"})' in _text(relabelled), _text(relabelled)
+    assert other.is_error and 'labels (quoted {"team": "a"}, now {"team": "b"})' in _text(other), _text(other)
+    assert "fresh quote" in _text(other)
+    assert not quoted.is_error and quoted.structured_content["decision"]["via"] == "token", _text(quoted)
+    assert _posts(hub) == 1  # only the call with the quoted labels started a job
+    assert hub.requests("POST", "/api/jobs/alice")[0].body["labels"]["team"] == "a"
+
+
 def test_tokens_never_approve_where_the_client_can_elicit(tmp_path):
     tokens = TokenStore(tmp_path / "q.db")
     args = {"flavor": "a10g-small"}
@@ -119,6 +153,44 @@ def test_a_paid_cli_command_without_a_terminal_needs_yes(hub):
     free = subprocess.run([sys.executable, "-m", "mcp_server.cli", "budget", "set", "honest-cli", "99"], cwd=REPO,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, env=os.environ.copy())
     assert free.returncode == 1 and "No terminal" in free.stderr  # nor does an agent raise its own budget
+
+
+def test_a_pseudo_terminal_passes_the_no_terminal_rule(hub):
+    """The limit the README states, shown as it is: the no-terminal rule reads whether stdin is a terminal, and a
+    pseudo-terminal the agent makes itself is one. `script -qec "tunepack jobs submit …"` submits a paid job without
+    --yes, and a pty from Python's own `pty` module raises the agent's budget. Nothing in the same OS account can
+    tell that from a person typing; only the custodian mode (another OS account) holds (test_custodian.py)."""
+    env = os.environ.copy()
+    if shutil.which("script"):
+        command = shlex.join([sys.executable, "-m", "mcp_server.cli", "jobs", "submit", "--backend", "hf",
+                              "--flavor", "a10g-small", "--timeout", "1800", "--project", "honest-pty",
+                              str(REPO / "bench" / "spine.py")])
+        done = subprocess.run(["script", "-qec", command, "/dev/null"], cwd=REPO, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, env=env, timeout=300)
+        assert done.returncode == 0 and "No terminal" not in done.stdout + done.stderr, done.stdout[-2000:]
+        assert _posts(hub) == 1  # the paid job went out with no --yes and no person
+    leader, follower = pty.openpty()
+    try:
+        raised = subprocess.run([sys.executable, "-m", "mcp_server.cli", "budget", "set", "honest-pty", "99"],
+                                cwd=REPO, stdin=follower, capture_output=True, text=True, env=env, timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert raised.returncode == 0 and json.loads(raised.stdout)["limit_usd"] == 99, raised.stderr
+
+
+def test_the_docs_say_what_the_no_terminal_rule_does_not_stop():
+    def text(rel: str) -> str:
+        return " ".join((REPO / rel).read_text(encoding="utf-8").split())  # lines joined: wrapping does not matter
+
+    section = text("README.md").split(" ## Security ", 1)[1].split(" ## ", 1)[0]
+    for said in ("stops an agent's plain non-interactive shell call", "does **not** stop an agent that makes a "
+                 "pseudo-terminal itself", "script -qec", "pty.spawn", "Only custodian mode holds against that",
+                 "another OS account"):
+        assert said in section, said
+    assert "What it does not stop: an agent that makes a pseudo-terminal itself" in text("docs/security.md")
+    assert "pseudo-terminal the agent makes itself" in text("docs/commands.md")
+    assert "a pseudo-terminal you make" in text("agents.md")
 
 
 def test_one_cap_across_project_names(tmp_path, monkeypatch):
