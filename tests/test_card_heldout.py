@@ -23,9 +23,11 @@ from mcp_server.tracking import RunSummary
 UNIT = {"sft": "rows", "distill": "rows", "grpo": "prompts", "env": "prompts"}
 
 
-def _register(tmp_path: Path, monkeypatch, method: str, held_out: bool) -> tuple[dict, dict, dict]:
-    """finalize() on an adapter folder holding the real run's manifest: (manifest, summary, REGISTERED payload)."""
+def _register(tmp_path: Path, monkeypatch, method: str, held_out: bool, **changed) -> tuple[dict, dict, dict]:
+    """finalize() on an adapter folder holding the real run's manifest (with ``changed`` keys replaced):
+    (manifest, summary, REGISTERED payload)."""
     manifest, summary = load(method, held_out)
+    manifest = {**manifest, **changed}
     adapter = tmp_path / "adapter"
     adapter.mkdir()
     (adapter / "tunepack_manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
@@ -124,3 +126,13 @@ def test_held_out_rows_with_nothing_measured_on_them_are_said_so(recorded):
     assert _line(card, "- Held-out evaluation:") == (f"- Held-out evaluation: none. {manifest['dataset']['eval_rows']} "
                                                      "rows were held out, but nothing was measured on them during training")
     assert "Held-out (eval rows" not in card
+
+
+def test_a_card_that_cannot_render_still_registers_the_adapter_with_a_short_card(tmp_path, monkeypatch, capsys):
+    """A manifest shape the template does not know (here: a mask check without its counts) must not lose the
+    trained adapter: it is registered with a short card that names the failure and points at the manifest."""
+    _, _, payload = _register(tmp_path, monkeypatch, "sft", True, mask_check={})
+    card, listed = _read_back(payload)
+    assert "Its full card could not be rendered (UndefinedError" in card and "`tunepack_manifest.json` in this folder" in card
+    assert "tunepack:results:start" in card and listed["version"] == payload["registry_version"]
+    assert "the model card did not render" in capsys.readouterr().out

@@ -18,7 +18,8 @@ from pathlib import Path
 from .. import settings
 from ..errors import TunepackError
 from ..jobs.markers import emit
-from ..registry import LocalRegistry, read_manifest, render_card
+from ..registry import LocalRegistry, read_manifest
+from ..registry.card import card_or_short
 from ..tracking import TrackioStore
 from .records import RunRecord
 
@@ -31,7 +32,7 @@ def finalize(run: RunRecord) -> dict:
     entry = LocalRegistry().push(
         run.output_dir, run.registry_name, base_model=cfg.model.name, run_name=run.run_name,
         job_id=settings.job_id(),  # the local job this runs in (a sweep run's too)
-        card=lambda version: render_card(manifest, summary, name=run.registry_name, version=version),
+        card=lambda version: card_or_short(manifest, summary, name=run.registry_name, version=version),
     )
     training = manifest["training"]
     return {

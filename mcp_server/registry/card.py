@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import jinja2
 import yaml
 
 from ..resources import jinja_env
@@ -85,3 +86,20 @@ def replace_results(card: str, results_markdown: str) -> str:
     """Swap the marked results section of a card (used by the evaluation step)."""
     start, end = card.index(RESULTS_START) + len(RESULTS_START), card.index(RESULTS_END)
     return card[:start] + "\n" + results_markdown.rstrip("\n") + "\n" + card[end:]
+
+
+def card_or_short(manifest: dict, summary: RunSummary | None, *, name: str, version: int | None = None) -> str:
+    """The model card; when it cannot be rendered (a manifest shape the template does not know), a short card
+    that says so and points at the manifest, so a trained adapter is still registered rather than lost."""
+    try:
+        return render_card(manifest, summary, name=name, version=version)
+    except (KeyError, TypeError, ValueError, AttributeError, jinja2.TemplateError) as exc:
+        base = ((manifest.get("config") or {}).get("model") or {}).get("name", "unknown")
+        why = f"{type(exc).__name__}: {str(exc)[:300]}"
+        print(f"[tunepack] warning: the model card did not render ({why}); the adapter is registered with a short "
+              "card, and its tunepack_manifest.json holds the run's whole record", flush=True)
+        return (f"---\nlibrary_name: peft\n---\n\n# {name}" + (f" v{version}" if version else "") + "\n\n"
+                f"A LoRA adapter for `{base}`, trained by tunepack. Its full card could not be rendered ({why}); "
+                "`tunepack_manifest.json` in this folder holds the run's record (config, data, mask check, training).\n\n"
+                f"## Results\n\n{RESULTS_START}\n{NOT_EVALUATED}{RESULTS_END}\n")
+
