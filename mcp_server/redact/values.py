@@ -6,7 +6,8 @@ numbers, paths and file names, placeholders (``$VAR``, ``<token>``, ``****``). A
 random: at least 16 characters; digits among letters, or letters in short mixed-case runs (not ``CamelCase``
 words); Shannon entropy ≥ 3 bits per character (2.5 up to 20 characters; detect-secrets' own measure); not
 mostly words (``model_v2_checkpoint``); not an attribute (``config.api_key``). A password needs only 6
-characters, but an unquoted one must not be a bare name, attribute or path (``password=password``).
+characters, but an unquoted one must not be a bare name, attribute or path (``password=password``); the
+password of a connection string (``Pwd=…;``) any 6 characters that are not a whole placeholder.
 """
 
 from __future__ import annotations
@@ -86,3 +87,17 @@ def password_like(value: str, quoted: bool) -> bool:
     if re.match(r"(?:~|\.{1,2})?/", value):  # an absolute or relative path (PWD=/home/dev/AppData)
         return False
     return quoted or not NAME.fullmatch(value)
+
+
+# a placeholder that is the whole value: a random password may well start with ``$`` or ``*``
+WHOLE_PLACEHOLDER = re.compile(r"\$\{?[\w.]+\}?|\$\([\w.]+\)|%\(\w+\)s|<[^<>]*>|\{\{.*\}\}|\{[\w.]*\}|\*+|[xX]{4,}|\.{3,}"
+                               r"|\[REDACTED_\w+\]|(?i:your[_-].*|pass(?:word|wd)?|pwd|secret|token|changeme|redacted"
+                               r"|none|null|undefined)", re.S)
+
+
+def connection_password(value: str) -> bool:
+    """The value of a connection string's ``Pwd=``: 6+ characters of any kind (a braced ODBC value may start with
+    ``;`` or ``}``), not a whole placeholder (``$(DB_PASSWORD)``, ``<password>``), id, path or attribute without a
+    digit (``settings.db_password``)."""
+    return (len(value) >= 6 and not value.isspace() and not never(value) and not WHOLE_PLACEHOLDER.fullmatch(value)
+            and not (REFERENCE.fullmatch(value) and NAME.fullmatch(value)))
