@@ -8,6 +8,11 @@ words); Shannon entropy ≥ 3 bits per character (2.5 up to 20 characters; detec
 mostly words (``model_v2_checkpoint``); not an attribute (``config.api_key``). A password needs only 6
 characters, but an unquoted one must not be a bare name, attribute or path (``password=password``); the
 password of a connection string (``Pwd=…;``) any 6 characters that are not a whole placeholder.
+
+A found secret is also replaced wherever else it occurs in the same session (``spreadable``) when it is long and
+random enough that its other occurrences can only be it: a vendor-format token of 12+ characters, a token that
+passes ``random_enough``, or a password of 8+ characters with three kinds of character. ``postgres`` or
+``hunter2`` are redacted where they were found, never throughout the text.
 """
 
 from __future__ import annotations
@@ -76,6 +81,25 @@ def random_enough(value: str) -> bool:
     if not re.search(r"[0-9]", value) and not _mixed_case_noise(value):
         return False
     return entropy(value) >= (2.5 if len(value) <= 20 else 3.0)
+
+
+CLASSES = (re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"[0-9]"), re.compile(r"[^A-Za-z0-9]"))
+# kinds a name or a frame vouches for (``password=…``, ``://user:…@``, ``Authorization: Bearer …``), not a vendor's
+# format: a value of theirs is judged by itself before it is replaced throughout a session
+FRAMED = frozenset({"password", "secret", "url_password", "basic_auth", "bearer_token"})
+
+
+def spreadable(value: str, kind: str) -> bool:
+    """A found secret to replace at its every other occurrence in the session too: 8+ characters, not an id, a
+    path or a placeholder; a vendor-format token of 12+ characters, else random (``random_enough``) or of three
+    kinds of character (lower, upper, digit, other) at 2.5 bits of entropy per character."""
+    if len(value) < 8 or value.isspace() or "[REDACTED_" in value or never(value) or WHOLE_PLACEHOLDER.fullmatch(value):
+        return False
+    if kind not in FRAMED:
+        return len(value) >= 12
+    if random_enough(value):
+        return True
+    return sum(1 for c in CLASSES if c.search(value)) >= 3 and entropy(value) >= 2.5
 
 
 def password_like(value: str, quoted: bool) -> bool:
