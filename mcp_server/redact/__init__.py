@@ -31,8 +31,8 @@ from collections import Counter
 from .scan import KINDS, Finding, find_secrets, might_hold_secret
 from .session import Redaction, distinct, marker
 
-__all__ = ["KINDS", "Finding", "Redaction", "distinct", "find_secrets", "marker", "might_hold_secret",
-           "redact_messages", "redact_text", "redact_value"]
+__all__ = ["KINDS", "Finding", "Redaction", "distinct", "find_secrets", "marker", "might_hold_secret", "redact_text",
+           "redact_value"]
 
 
 def redact_text(text: str, counts: Counter) -> str:
@@ -47,8 +47,3 @@ def redact_value(value, counts: Counter):
     anywhere in ``value`` is replaced wherever it occurs in it."""
     return Redaction(counts).redact(value)
 
-
-def redact_messages(messages: list[dict], counts: Counter) -> list[dict]:
-    """Redact TRL messages in place, all of them as one unit (every string, keys and call ids included)."""
-    messages[:] = Redaction(counts).redact(messages)
-    return messages

@@ -1,6 +1,12 @@
-"""Reading sessions: each source through its format's reader, each conversation normalised (and redacted) into
-TRL messages, the tools observed per source — one phase of a conversion (convert.py), where a damaged file or
-conversation is counted and reported, never raised.
+"""Reading sessions: each source through its format's reader, each session redacted, each conversation normalised
+into TRL messages, the tools observed per source — one phase of a conversion (convert.py), where a damaged file
+or conversation is counted and reported, never raised.
+
+Redaction (``mcp_server.redact.Redaction``) takes a session — the conversations of one source with one session
+id: main line, side chains, segments — as one unit, before anything is dropped: every string of it (text,
+reasoning, tool calls' ids, names and arguments with their keys, results, the tools it declares, its source and
+id) is scanned, and a secret found anywhere in it is replaced wherever it occurs in it. Call ids stay one-to-one
+(``distinct``), so results still pair with their calls.
 
     files, normalized = read_all(sources, opts, catalog, thinking, redactions)
 """
@@ -11,12 +17,12 @@ import logging
 from collections import Counter
 from pathlib import Path
 
-from ..redact import redact_messages
+from ..redact import Redaction, distinct
 from .claude_code import read_claude_code
 from .codex import read_codex
 from .droid import read_droid
 from .hermes import read_hermes
-from .model import Conversation, ConvertOptions
+from .model import Call, Conversation, ConvertOptions
 from .normalize import Normalized, normalize
 from .openai_chat import read_openai
 from .opencode import read_opencode
@@ -59,20 +65,65 @@ def _normalize_one(conv: Conversation, opts: ConvertOptions, report: FileReport,
         return None
 
 
+def _unit(conv: Conversation) -> dict:
+    """A conversation as a JSON-like value: what redaction scans (roles and statuses are the reader's own)."""
+    return {"source": conv.source, "session": conv.session, "part": conv.part, "tools": conv.tools, "messages": [
+        {"content": m.content, "reasoning": m.reasoning, "call_id": m.call_id, "name": m.name, "model": m.model,
+         "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.calls]} for m in conv.messages]}
+
+
+def _ids(conv: Conversation) -> list[str | None]:
+    return [i for m in conv.messages for i in [m.call_id, *(c.id for c in m.calls)]]
+
+
+def _restore(conv: Conversation, unit: dict, ids: dict[str, str]) -> None:
+    """Put the redacted ``unit`` back into ``conv``, each call id through ``ids`` (original → one-to-one)."""
+    conv.source, conv.session, conv.part, conv.tools = unit["source"], unit["session"], unit["part"], unit["tools"]
+    for m, clean in zip(conv.messages, unit["messages"], strict=True):
+        m.content, m.reasoning, m.name, m.model = clean["content"], clean["reasoning"], clean["name"], clean["model"]
+        m.call_id = ids.get(m.call_id) if m.call_id is not None else None
+        m.calls = [Call(id=ids.get(c.id) if c.id is not None else None, name=fresh["name"],
+                        arguments=fresh["arguments"], partial=c.partial) for c, fresh in zip(m.calls, clean["calls"],
+                                                                                              strict=True)]
+
+
+def redact_session(conversations: list[Conversation], counts: Counter) -> None:
+    """Redact the conversations of one session in place, as one unit (see the module's docstring)."""
+    redaction = Redaction(counts)
+    units = [redaction.first(_unit(conv)) for conv in conversations]
+    units = [redaction.second(unit) for unit in units]
+    ids: dict[str, str] = {}
+    for conv, unit in zip(conversations, units, strict=True):
+        clean = [i for m in unit["messages"] for i in [m["call_id"], *(c["id"] for c in m["calls"])]]
+        ids.update((old, new) for old, new in zip(_ids(conv), clean, strict=True) if old is not None)
+    ids = distinct(ids)
+    for conv, unit in zip(conversations, units, strict=True):
+        _restore(conv, unit, ids)
+
+
+def _sessions(conversations: list[Conversation]) -> list[list[Conversation]]:
+    groups: dict[str, list[Conversation]] = {}
+    for conv in conversations:
+        groups.setdefault(conv.session, []).append(conv)
+    return list(groups.values())
+
+
 def read_all(sources: list[tuple[str, Path]], opts: ConvertOptions, catalog: ToolCatalog, thinking: Counter,
                    redactions: Counter) -> tuple[list[FileReport], list[tuple[Conversation, Normalized, FileReport]]]:
-    """Read every source and normalise (and redact) its conversations: the file reports and what was kept."""
+    """Read every source, redact its sessions and normalise their conversations: the file reports and what was
+    kept."""
     files: list[FileReport] = []
     normalized: list[tuple[Conversation, Normalized, FileReport]] = []
     for fmt, path in sources:
         conversations, report = read_source(fmt, path, opts)
         files.append(report)
+        if opts.redact:
+            for session in _sessions(conversations):
+                redact_session(session, redactions)
         for conv in conversations:
             norm = _normalize_one(conv, opts, report, thinking)
             if norm is None:
                 continue
-            if opts.redact:
-                redact_messages(norm.messages, redactions)
             catalog.observe(conv.catalog_key, norm.messages)
             normalized.append((conv, norm, report))
     return files, normalized
