@@ -41,10 +41,10 @@ AWS_SECRET = re.compile(r"(?:[A-Za-z0-9+/]|%2[BbFf]){40}")
 SCHEME = re.compile(r"\s*(bearer|token|basic)\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.I)
 # a connection string's password: ``Pwd=``/``Password=`` as one of its ``;``-separated pairs (after a ``;``, or
 # followed by ``;`` and the next pair); the value runs to the ``;`` (any character but white space), or is braced
-# (ODBC, ``}}`` for a brace) or quoted (ADO.NET)
+# (ODBC, ``}}`` for a brace) or quoted (ADO.NET; also with JSON-escaped quotes, in a call's arguments as text)
 CONNECTION = re.compile(
-    r"(?<![a-z0-9_.-])(?:pwd|password|passwd)[ \t]*=[ \t]*(?:\{(?P<braced>(?:[^}]|\}\})*)\}(?=[ \t]*(?:;|$|[\s\"']))"
-    r"|\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)'|(?P<plain>[^;\s\"'`\\]+))")
+    r"(?<![a-z0-9_.-])(?:pwd|password|passwd)[ \t]*=[ \t]*(?:\{(?P<braced>(?:[^}]|\}\})*)\}(?=[ \t]*(?:;|$|[\s\"'\\]))"
+    r"|\\?\"(?P<dq>[^\"\\]*)\\?\"|'(?P<sq>[^']*)'|(?P<plain>[^;\s\"'`\\]+))")
 NEXT_PAIR = re.compile(r"[ \t]*;[ \t]*[a-z][a-z0-9 _]{0,40}=")
 CALL = re.compile(r"[A-Za-z_][\w.]*\((?:[\w., ]*\))?\Z")  # get_password(), cfg.get(KEY), getenv( before a quote
 NAME_KEY = re.compile(rf"[a-z0-9_. -]{{0,40}}?(?:(?P<pw>{PASSWORD})|(?:{SECRET}){SUFFIX})")
