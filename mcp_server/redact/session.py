@@ -22,8 +22,25 @@ from collections import Counter
 from typing import Any
 
 from .context import key_role, key_secret
-from .scan import find_secrets
+from .scan import Finding, find_secrets
 from .values import spreadable
+
+SHORT = 64
+_CLEAN: dict[str, None] = {}  # short strings known to hold no secret: the keys, ids, names and models a session repeats
+
+
+def _findings(text: str) -> list[Finding]:
+    """``find_secrets``, remembering the short strings that hold none (a bounded set, never a secret)."""
+    if len(text) > SHORT:
+        return find_secrets(text)
+    if text in _CLEAN:
+        return []
+    found = find_secrets(text)
+    if not found:
+        if len(_CLEAN) >= 16384:
+            _CLEAN.clear()
+        _CLEAN[text] = None
+    return found
 
 
 def marker(kind: str) -> str:
@@ -63,7 +80,9 @@ class Redaction:
 
     def text(self, text: str) -> str:
         """``text`` with every secret the detectors find replaced by its marker (the same object when none)."""
-        findings = find_secrets(text)
+        if len(text) <= SHORT and text in _CLEAN:
+            return text
+        findings = _findings(text)
         if not findings:
             return text
         parts, pos = [], 0
@@ -97,7 +116,13 @@ class Redaction:
         if isinstance(value, dict):
             out: dict = {}
             for key, item in value.items():
-                put(out, self.text(key) if isinstance(key, str) else key, self.member(key, item))
+                clean = item if item is None else self.member(key, item) if isinstance(item, str) else self.first(item)
+                if isinstance(key, str) and (len(key) > SHORT or key not in _CLEAN):
+                    key = self.text(key)
+                if key in out:
+                    put(out, key, clean)
+                else:
+                    out[key] = clean
             return out
         if isinstance(value, list):
             return [self.first(item) for item in value]
