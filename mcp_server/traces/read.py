@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..redact import Redaction, distinct
 from .claude_code import read_claude_code
 from .codex import read_codex
 from .droid import read_droid
 from .hermes import read_hermes
-from .model import Call, Conversation, ConvertOptions
+from .model import Conversation, ConvertOptions
 from .normalize import Normalized, normalize
 from .openai_chat import read_openai
 from .opencode import read_opencode
@@ -65,40 +67,46 @@ def _normalize_one(conv: Conversation, opts: ConvertOptions, report: FileReport,
         return None
 
 
-def _unit(conv: Conversation) -> dict:
-    """A conversation as a JSON-like value: what redaction scans (roles and statuses are the reader's own)."""
-    return {"source": conv.source, "session": conv.session, "part": conv.part, "tools": conv.tools, "messages": [
-        {"content": m.content, "reasoning": m.reasoning, "call_id": m.call_id, "name": m.name, "model": m.model,
-         "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.calls]} for m in conv.messages]}
-
-
 def _ids(conv: Conversation) -> list[str | None]:
+    """The call ids of ``conv`` in a fixed order: each message's ``call_id``, then its calls' ids."""
     return [i for m in conv.messages for i in [m.call_id, *(c.id for c in m.calls)]]
 
 
-def _restore(conv: Conversation, unit: dict, ids: dict[str, str]) -> None:
-    """Put the redacted ``unit`` back into ``conv``, each call id through ``ids`` (original → one-to-one)."""
-    conv.source, conv.session, conv.part, conv.tools = unit["source"], unit["session"], unit["part"], unit["tools"]
-    for m, clean in zip(conv.messages, unit["messages"], strict=True):
-        m.content, m.reasoning, m.name, m.model = clean["content"], clean["reasoning"], clean["name"], clean["model"]
-        m.call_id = ids.get(m.call_id) if m.call_id is not None else None
-        m.calls = [Call(id=ids.get(c.id) if c.id is not None else None, name=fresh["name"],
-                        arguments=fresh["arguments"], partial=c.partial) for c, fresh in zip(m.calls, clean["calls"],
-                                                                                              strict=True)]
+def _set_ids(conv: Conversation, ids: list[str | None]) -> None:
+    """Set the call ids of ``conv`` from a list in ``_ids``'s order."""
+    it = iter(ids)
+    for m in conv.messages:
+        m.call_id = next(it)
+        for c in m.calls:
+            c.id = next(it)
+
+
+def _pass(conv: Conversation, text: Callable[[str], str], value: Callable[[Any], Any]) -> None:
+    """One pass of a redaction over every string of ``conv``, in place (roles and statuses are the reader's own)."""
+    conv.source, conv.session, conv.part, conv.tools = text(conv.source), text(conv.session), text(conv.part), \
+        value(conv.tools)
+    for m in conv.messages:
+        m.content, m.reasoning = text(m.content), text(m.reasoning)
+        m.call_id, m.name, m.model = (None if s is None else text(s) for s in (m.call_id, m.name, m.model))
+        for c in m.calls:
+            c.id, c.name, c.arguments = None if c.id is None else text(c.id), text(c.name), value(c.arguments)
 
 
 def redact_session(conversations: list[Conversation], counts: Counter) -> None:
     """Redact the conversations of one session in place, as one unit (see the module's docstring)."""
+    before = [_ids(conv) for conv in conversations]
     redaction = Redaction(counts)
-    units = [redaction.first(_unit(conv)) for conv in conversations]
-    units = [redaction.second(unit) for unit in units]
-    ids: dict[str, str] = {}
-    for conv, unit in zip(conversations, units, strict=True):
-        clean = [i for m in unit["messages"] for i in [m["call_id"], *(c["id"] for c in m["calls"])]]
-        ids.update((old, new) for old, new in zip(_ids(conv), clean, strict=True) if old is not None)
-    ids = distinct(ids)
-    for conv, unit in zip(conversations, units, strict=True):
-        _restore(conv, unit, ids)
+    for conv in conversations:
+        _pass(conv, redaction.text, redaction.first)
+    if redaction.values:
+        for conv in conversations:
+            _pass(conv, redaction.spread, redaction.second)
+    pairs = [(old, new) for conv, olds in zip(conversations, before, strict=True)
+             for old, new in zip(olds, _ids(conv), strict=True) if old is not None and new is not None]
+    if any(old != new for old, new in pairs):
+        ids = distinct(dict(pairs))
+        for conv, olds in zip(conversations, before, strict=True):
+            _set_ids(conv, [None if old is None else ids[old] for old in olds])
 
 
 def _sessions(conversations: list[Conversation]) -> list[list[Conversation]]:
