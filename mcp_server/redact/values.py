@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 
-PLACEHOLDER = re.compile(r"[$<{*]|\[REDACTED_|%\(|.*(?:\$\{|\{\{|[xX]{4}|\*{3}|\.{3})"
+PLACEHOLDER = re.compile(r"[$<{*]|\[REDACTED_|%\(|.*(?:\$\{|\{\{|\*{3}|\.{3})"
                          r"|(?i:your[_-]|(?:pass(?:word|wd)?|pwd|secret|token|changeme|redacted|none|null|undefined)$)")
 HEX_ID = re.compile(r"(?:sha(?:1|256|512)[:-])?(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})")
 UUID = re.compile(r"\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?")
@@ -35,10 +35,20 @@ CAMEL = re.compile(r"[A-Z][a-z]*|[a-z]+")
 SEPARATORS = re.compile(r"[_.:/-]+")
 
 
+X_RUN = re.compile(r"[xX]{4,}")
+
+
+def _masked(value: str) -> bool:
+    """``xxxx`` standing for the value, or for a quarter of it (``AKIAxxxxxxxxxxxxxxxx``, ``sk-abcdxxxxxxxx``); a
+    random token that happens to hold ``xXXx`` among 36 other characters is no mask."""
+    runs = X_RUN.findall(value)
+    return bool(runs) and 4 * sum(map(len, runs)) >= sum(c.isalnum() for c in value)
+
+
 def not_placeholder(value: str) -> bool:
     """False for ``$VAR``, ``${VAR}``, ``<password>``, ``{{ x }}``, ``****``, ``xxxx…``, ``your-key``, ``password``,
     and for a marker this module wrote (redaction never redacts its own output)."""
-    return PLACEHOLDER.match(value) is None
+    return PLACEHOLDER.match(value) is None and not _masked(value)
 
 
 def never(value: str) -> bool:

@@ -370,6 +370,19 @@ def test_connection_string_passwords_of_any_characters():
     assert not leaks, (REPLAY, leaks[:5])
 
 
+def test_a_token_holding_a_short_run_of_x_is_no_placeholder():
+    """``xXXx`` by chance among a token's random characters (found by a fresh seed) is no mask: the token goes;
+    ``ghp_xxxx…`` and ``AKIAxxxx…`` (x standing for the value) stay."""
+    g = Gen("x-run")
+    token = "ghp_" + g.rand(B62, 14) + "xXXx" + g.rand(B62, 18)
+    key = "AKIA" + g.rand(string.ascii_uppercase + "234567", 6) + "XXXX" + g.rand(string.ascii_uppercase + "234567", 6)
+    for secret in (token, key):
+        out = redact_text(f"echo {secret}", Counter())
+        assert secret not in out and "[REDACTED_" in out, (REPLAY, out)
+    for mask in ("ghp_" + "x" * 36, "AKIA" + "X" * 16):
+        assert redact_text(f"echo {mask}", Counter()) == f"echo {mask}"
+
+
 LOOKALIKES = [
     "Server=db;Pwd=$(DB_PASSWORD);", "Server=db;Password={password};", "Server=db;Password=<password>;",
     "Server=db;Password=${PW};", "Server=db;Password=*****;", "x=1;pwd=getenv(\"PWD\");y=2",
