@@ -46,7 +46,9 @@ CONNECTION = re.compile(
     r"(?<![a-z0-9_.-])(?:pwd|password|passwd)[ \t]*=[ \t]*(?:\{(?P<braced>(?:[^}]|\}\})*)\}(?=[ \t]*(?:;|$|[\s\"'\\]))"
     r"|\\?\"(?P<dq>[^\"\\]*)\\?\"|'(?P<sq>[^']*)'|(?P<plain>[^;\s\"'`\\]+))")
 NEXT_PAIR = re.compile(r"[ \t]*;[ \t]*[a-z][a-z0-9 _]{0,40}=")
-CALL = re.compile(r"[A-Za-z_][\w.]*\((?:[\w., ]*\))?\Z")  # get_password(), cfg.get(KEY), getenv( before a quote
+# a call, not a password: get_password(), cfg.get(KEY), getenv( before a quote; its name has no digit (a random
+# password such as oHX6THTLhQ1(3Cj) is no call)
+CALL = re.compile(r"[A-Za-z_][A-Za-z_.]*\((?:[\w., ]*\))?\Z")
 NAME_KEY = re.compile(rf"[a-z0-9_. -]{{0,40}}?(?:(?P<pw>{PASSWORD})|(?:{SECRET}){SUFFIX})")
 
 
