@@ -18,7 +18,9 @@ passes ``random_enough``, or a password of 8+ characters with three kinds of cha
 from __future__ import annotations
 
 import functools
+import math
 import re
+from collections import Counter
 
 PLACEHOLDER = re.compile(r"[$<{*]|\[REDACTED_|%\(|.*(?:\$\{|\{\{|\*{3}|\.{3})"
                          r"|(?i:your[_-]|(?:pass(?:word|wd)?|pwd|secret|token|changeme|redacted|none|null|undefined)$)")
@@ -102,14 +104,21 @@ FRAMED = frozenset({"password", "secret", "url_password", "basic_auth", "bearer_
 def spreadable(value: str, kind: str) -> bool:
     """A found secret to replace at its every other occurrence in the session too: 8+ characters, not an id, a
     path or a placeholder; a vendor-format token of 12+ characters, else random (``random_enough``) or of three
-    kinds of character (lower, upper, digit, other) at 2.5 bits of entropy per character."""
+    kinds of character (lower, upper, digit, other) at 2.5 bits per character (``char_entropy``)."""
     if len(value) < 8 or value.isspace() or "[REDACTED_" in value or never(value) or WHOLE_PLACEHOLDER.fullmatch(value):
         return False
     if kind not in FRAMED:
         return len(value) >= 12
     if random_enough(value):
         return True
-    return sum(1 for c in CLASSES if c.search(value)) >= 3 and entropy(value) >= 2.5
+    return sum(1 for c in CLASSES if c.search(value)) >= 3 and char_entropy(value) >= 2.5
+
+
+def char_entropy(value: str) -> float:
+    """Shannon entropy in bits per character over all of ``value``'s characters (``entropy`` counts only base64
+    ones, so a password of symbols reads as poorer than it is)."""
+    n = len(value)
+    return -sum(k / n * math.log2(k / n) for k in Counter(value).values()) if n else 0.0
 
 
 def password_like(value: str, quoted: bool) -> bool:
