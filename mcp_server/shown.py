@@ -19,36 +19,43 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from .errors import TunepackError
-from .redact import redact_text, redact_value
+from .redact import Redaction, redact_text
+from .redact.session import put
 
 T = TypeVar("T")
 
 
-def _member(key: Any, value: Any, counts: Counter) -> Any:
-    """A value under a name: a string goes through ``redact_value`` with its key, so a secret-like name
-    ("password", "api_key") marks its value as one."""
-    if isinstance(value, str) and isinstance(key, str):
-        return redact_value({key: value}, counts)[key]
-    return _clean(value, counts)
-
-
-def _clean(value: Any, counts: Counter) -> Any:
+def _clean(value: Any, redaction: Redaction, spread: bool) -> Any:
+    """One pass of ``redaction`` over ``value``: the detectors' (``first``) or every found value's (``second``)."""
     if isinstance(value, str):
-        return redact_text(value, counts)
+        return redaction.spread(value) if spread else redaction.text(value)
     if isinstance(value, BaseModel):
-        update = {name: _member(name, getattr(value, name), counts) for name in type(value).model_fields}
-        update.update({k: _member(k, v, counts) for k, v in (value.model_extra or {}).items()})
+        members = [(name, getattr(value, name)) for name in type(value).model_fields]
+        update = {k: _member(k, v, redaction, spread) for k, v in members + list((value.model_extra or {}).items())}
         return value.model_copy(update=update)
     if isinstance(value, dict):
-        return {_clean(k, counts): _member(k, v, counts) for k, v in value.items()}
+        out: dict = {}
+        for k, v in value.items():
+            put(out, _clean(k, redaction, spread), _member(k, v, redaction, spread))  # colliding keys: key_2
+        return out
     if isinstance(value, list | tuple):
-        return type(value)(_clean(v, counts) for v in value)
+        return type(value)(_clean(v, redaction, spread) for v in value)
     return value
 
 
+def _member(key: Any, value: Any, redaction: Redaction, spread: bool) -> Any:
+    """A value under a name: a secret-like name ("password", "api_key") marks its string value as one."""
+    if isinstance(value, str) and not spread:
+        return redaction.member(key, value)
+    return _clean(value, redaction, spread)
+
+
 def shown(value: T, counts: Counter | None = None) -> T:
-    """``value`` with every string in it (model fields, extra fields, dict keys, list items) redacted."""
-    return _clean(value, Counter() if counts is None else counts)
+    """``value`` with every string in it (model fields, extra fields, dict keys, list items) redacted, and every
+    secret found anywhere in it replaced at each of its occurrences (``mcp_server.redact.Redaction``)."""
+    redaction = Redaction(Counter() if counts is None else counts)
+    clean = _clean(value, redaction, spread=False)
+    return _clean(clean, redaction, spread=True) if redaction.values else clean
 
 
 def redact_error(exc: TunepackError) -> TunepackError:

@@ -1,10 +1,14 @@
 """Secrets planted in every kind of text are replaced before anything is written."""
 
 import json
+import os
+import random
+import string
 from collections import Counter
 
-from mcp_server.redact import redact_text
 from support.traces import rows_of
+
+from mcp_server.redact import redact_text
 
 SECRETS = {
     "hf_token": "hf_" + "aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3",
@@ -61,3 +65,40 @@ def test_lookalikes_are_left_alone():
     counts = Counter()
     text = "sk-learn, hf_hub_download, AKIAshort, ghp_x, Bearer of news, github_pat_, mask-ant-value"
     assert redact_text(text, counts) == text and not counts
+
+
+def test_a_pi_session_is_redacted_by_value_and_in_ids_names_and_keys(tmp_path):
+    """A Pi session: a key named in the reasoning is gone where a tool's result shows it bare; a token used as a
+    call id (and the result's toolCallId), as a tool name and as an argument key is gone too, the call still
+    paired. Fresh values each run, from a printed seed (TUNEPACK_CORPUS_SEED replays it)."""
+    seed = int(os.environ.get("TUNEPACK_CORPUS_SEED") or random.SystemRandom().randrange(2**32))
+    print(f"seed {seed}")
+    rng, b62 = random.Random(f"{seed}:pi"), string.ascii_letters + string.digits
+    key = "".join(rng.choice(b62 + "+/") for _ in range(39)) + rng.choice(string.digits)
+    call_id, tool, arg = ("ghp_" + "".join(rng.choice(b62) for _ in range(36)),
+                          "hf_" + "".join(rng.choice(b62) for _ in range(33)) + "7",
+                          "glpat-" + "".join(rng.choice(b62) for _ in range(19)) + "Q")
+    lines = [
+        {"type": "session", "version": 3, "id": "by-value", "timestamp": "t", "cwd": "/x"},
+        {"type": "message", "id": "m1", "parentId": None, "message": {"role": "user", "content": [
+            {"type": "text", "text": "Upload the backup."}]}},
+        {"type": "message", "id": "m2", "parentId": "m1", "message": {"role": "assistant", "stopReason": "toolUse",
+         "content": [{"type": "thinking", "thinking": f"AWS_SECRET_ACCESS_KEY={key} is set."},
+                     {"type": "toolCall", "id": call_id, "name": tool, "arguments": {arg: True, "path": "b.tar"}}]}},
+        {"type": "message", "id": "m3", "parentId": "m2", "message": {"role": "toolResult", "toolCallId": call_id,
+         "toolName": tool, "content": [{"type": "text", "text": f"signed with {key}"}]}},
+        {"type": "message", "id": "m4", "parentId": "m3", "message": {"role": "assistant", "stopReason": "stop",
+         "content": [{"type": "text", "text": "Uploaded."}]}},
+    ]
+    path = tmp_path / "by-value.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    rows, report = rows_of(path, tmp_path)
+    written = (tmp_path / "out.jsonl").read_text() + (tmp_path / "out.stats.json").read_text()
+    for secret in (key, call_id, tool, arg):
+        assert secret not in written, (f"seed {seed}", secret)
+    call = rows[0]["messages"][1]["tool_calls"][0]
+    assert call["id"] == rows[0]["messages"][2]["tool_call_id"] == "[REDACTED_GITHUB_TOKEN]", f"seed {seed}"
+    assert call["function"] == {"name": "[REDACTED_HF_TOKEN]",
+                                "arguments": {"[REDACTED_GITLAB_TOKEN]": True, "path": "b.tar"}}, f"seed {seed}"
+    assert rows[0]["messages"][2]["content"] == "signed with [REDACTED_AWS_SECRET_KEY]", f"seed {seed}"
+    assert report.redactions["aws_secret_key"] == 2, (f"seed {seed}", report.redactions)

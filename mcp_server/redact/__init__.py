@@ -11,9 +11,16 @@ A match becomes a marker such as ``[REDACTED_HF_TOKEN]``; a header or URL keeps 
 Bearer [REDACTED_BEARER_TOKEN]``, ``postgres://app:[REDACTED_URL_PASSWORD]@db``). Counts per kind (``KINDS``) go
 to the caller's ``Counter``: the conversion's stats report and ``tunepack traces push``'s redaction report.
 
+Redaction is by value (``session.py``): a unit (a text, a JSON value, a whole session through ``Redaction``) is
+scanned first, and every value found anywhere in it that is long and random enough is then replaced at each of
+its occurrences in the unit — a key named where it was set (``aws_secret_access_key=…``) is gone where it is
+echoed bare too. Every string is scanned, dict keys and ids included.
+
 Usage:
     counts = Counter(); clean = redact_text(text, counts)
-    clean_value = redact_value(json.loads(line), counts)   # every string inside; a "password" key's value too
+    clean_value = redact_value(json.loads(line), counts)   # every string inside, keys too; a "password" key's value
+    redaction = Redaction(counts)                           # one session in parts: first every part, then again
+    parts = [redaction.first(p) for p in parts]; parts = [redaction.second(p) for p in parts]
     findings = find_secrets(text)                           # [Finding(start, end, kind), ...]
 """
 
@@ -21,61 +28,22 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .context import key_role, key_secret
 from .scan import KINDS, Finding, find_secrets, might_hold_secret
+from .session import Redaction, distinct, marker
 
-__all__ = ["KINDS", "Finding", "find_secrets", "might_hold_secret", "redact_messages", "redact_text", "redact_value"]
-
-
-def marker(kind: str) -> str:
-    return f"[REDACTED_{kind.upper()}]"
+__all__ = ["KINDS", "Finding", "Redaction", "distinct", "find_secrets", "marker", "might_hold_secret", "redact_text",
+           "redact_value"]
 
 
 def redact_text(text: str, counts: Counter) -> str:
-    """``text`` with every secret replaced by its marker; the replacements counted by kind into ``counts``."""
-    findings = find_secrets(text)
-    if not findings:
-        return text
-    parts, pos = [], 0
-    for f in findings:
-        parts += [text[pos:f.start], marker(f.kind)]
-        counts[f.kind] += 1
-        pos = f.end
-    parts.append(text[pos:])
-    return "".join(parts)
-
-
-def _member(key, value, counts: Counter):
-    if isinstance(value, str) and isinstance(key, str):
-        clean = redact_text(value, counts)
-        found = key_secret(key, value) if clean == value and key_role(key) else None
-        if found:
-            start, end, kind = found
-            counts[kind] += 1
-            return value[:start] + marker(kind) + value[end:]
-        return clean
-    return redact_value(value, counts)
+    """``text`` with every secret replaced by its marker, a found value at each of its occurrences in ``text``; the
+    replacements counted by kind into ``counts``."""
+    return Redaction(counts).redact(text)
 
 
 def redact_value(value, counts: Counter):
-    """Redact every string inside a JSON-like value; dict keys are kept, and the value of a secret-like key
-    (``"password"``, ``"client_secret"``) is judged as such."""
-    if isinstance(value, str):
-        return redact_text(value, counts)
-    if isinstance(value, dict):
-        return {k: _member(k, v, counts) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact_value(v, counts) for v in value]
-    return value
+    """Redact every string inside a JSON-like value, dict keys included (colliding keys are kept as ``key_2``);
+    the value of a secret-like key (``"password"``, ``"client_secret"``) is judged as such, and a value found
+    anywhere in ``value`` is replaced wherever it occurs in it."""
+    return Redaction(counts).redact(value)
 
-
-def redact_messages(messages: list[dict], counts: Counter) -> list[dict]:
-    """Redact content, reasoning, tool-call arguments and tool results of TRL messages in place."""
-    for message in messages:
-        for key in ("content", "reasoning_content", "thinking"):
-            if isinstance(message.get(key), str):
-                message[key] = redact_text(message[key], counts)
-        for call in message.get("tool_calls") or []:
-            fn = call["function"]
-            fn["arguments"] = redact_value(fn["arguments"], counts)
-    return messages

@@ -1,10 +1,12 @@
 """Secrets known by where they stand: the value of a secret-like name, in any notation an agent's session shows.
 
 ``password=…``, ``DB_PASSWORD="…"``, ``secret: …``, ``"api_key": "…"``, ``{'token': '…'}``, ``export FOO_SECRET=…``,
-``?access_token=…&``, ``client_secret := …``, ``--hf-token …``, and a JSON object's ``"password"`` key in
-``redact_value``. The names are matched case-insensitively (camelCase ``secretAccessKey`` included); what counts
-as the value of a password or of a token is decided in ``values.py``. A 40-character base64 value of an AWS-like
-name (``AWS_SECRET_ACCESS_KEY``, ``SecretAccessKey``) is reported as an AWS secret key.
+``?access_token=…&``, ``client_secret := …``, ``--hf-token …``, a connection string's password
+(``Server=db;User Id=sa;Pwd=…;``: ODBC and ADO.NET, the value up to the next ``;``, or ``{…}``/quoted), and a
+JSON object's ``"password"`` key in ``redact_value``. The names are matched case-insensitively (camelCase
+``secretAccessKey`` included); what counts as the value of a password or of a token is decided in ``values.py``.
+A 40-character base64 value of an AWS-like name (``AWS_SECRET_ACCESS_KEY``, ``SecretAccessKey``) is reported as
+an AWS secret key.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import functools
 import re
 from collections.abc import Iterator
 
-from .values import password_like, random_enough
+from .values import connection_password, password_like, random_enough
 
 SUFFIX = r"(?:s|key|keys|value|string|accesskey)?(?:[_.-][a-z0-9_.-]{0,40})?"
 PASSWORD = (rf"(?:password|passwd|passphrase|passcode|contrasena){SUFFIX}"
@@ -37,6 +39,16 @@ ANCHORS = ("password", "passwd", "passphrase", "passcode", "contrasena", "pass",
            "secretkey", "authkey", "dbkey", "databasekey")
 AWS_SECRET = re.compile(r"(?:[A-Za-z0-9+/]|%2[BbFf]){40}")
 SCHEME = re.compile(r"\s*(bearer|token|basic)\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})", re.I)
+# a connection string's password: ``Pwd=``/``Password=`` as one of its ``;``-separated pairs (after a ``;``, or
+# followed by ``;`` and the next pair); the value runs to the ``;`` (any character but white space), or is braced
+# (ODBC, ``}}`` for a brace) or quoted (ADO.NET; also with JSON-escaped quotes, in a call's arguments as text)
+CONNECTION = re.compile(
+    r"(?<![a-z0-9_.-])(?:pwd|password|passwd)[ \t]*=[ \t]*(?:\{(?P<braced>(?:[^}]|\}\})*)\}(?=[ \t]*(?:;|$|[\s\"'\\]))"
+    r"|\\?\"(?P<dq>[^\"\\]*)\\?\"|'(?P<sq>[^']*)'|(?P<plain>[^;\s\"'`\\]+))")
+NEXT_PAIR = re.compile(r"[ \t]*;[ \t]*[a-z][a-z0-9 _]{0,40}=")
+# a call, not a password: get_password(), cfg.get(KEY), getenv( before a quote; its name has no digit (a random
+# password such as oHX6THTLhQ1(3Cj) is no call)
+CALL = re.compile(r"[A-Za-z_][A-Za-z_.]*\((?:[\w., ]*\))?\Z")
 NAME_KEY = re.compile(rf"[a-z0-9_. -]{{0,40}}?(?:(?P<pw>{PASSWORD})|(?:{SECRET}){SUFFIX})")
 
 
@@ -102,6 +114,23 @@ def _matches(low: str) -> Iterator[re.Match[str]]:
         yield from FLAG.finditer(low)
 
 
+def _connection(text: str, low: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, "password") of each password of a ``;``-separated connection string."""
+    for m in CONNECTION.finditer(low):
+        group = next(g for g in ("braced", "dq", "sq", "plain") if m.group(g) is not None)
+        before = m.start()
+        while before and low[before - 1] in " \t":
+            before -= 1
+        if not ((before and low[before - 1] == ";") or NEXT_PAIR.match(low, m.end())):
+            continue  # a lone ``password=…`` is the keyword rule's (``ASSIGNED``)
+        start, end = m.span(group)
+        value = text[start:end]
+        if group == "plain" and CALL.match(value) and (value.endswith(")") or text[end:end + 1] in ("\"", "'", "`")):
+            continue  # a call: Pwd=get_password(); Pwd=getenv("PWD");
+        if connection_password(value.replace("}}", "}") if group == "braced" else value):
+            yield start, end, "password"
+
+
 def find(text: str, low: str, hits: set[str]) -> Iterator[tuple[int, int, str]]:
     """(start, end, kind) of every value of a secret-like name in ``text`` (``low`` is its lower-cased copy)."""
     if hits.isdisjoint(ANCHORS):
@@ -123,3 +152,5 @@ def find(text: str, low: str, hits: set[str]) -> Iterator[tuple[int, int, str]]:
             kind = kind_of(name, value, False)
         if kind:
             yield start, end, kind
+    if ";" in low and not hits.isdisjoint(("pwd", "password", "passwd")):
+        yield from _connection(text, low)

@@ -6,15 +6,23 @@ numbers, paths and file names, placeholders (``$VAR``, ``<token>``, ``****``). A
 random: at least 16 characters; digits among letters, or letters in short mixed-case runs (not ``CamelCase``
 words); Shannon entropy ≥ 3 bits per character (2.5 up to 20 characters; detect-secrets' own measure); not
 mostly words (``model_v2_checkpoint``); not an attribute (``config.api_key``). A password needs only 6
-characters, but an unquoted one must not be a bare name, attribute or path (``password=password``).
+characters, but an unquoted one must not be a bare name, attribute or path (``password=password``); the
+password of a connection string (``Pwd=…;``) any 6 characters that are not a whole placeholder.
+
+A found secret is also replaced wherever else it occurs in the same session (``spreadable``) when it is long and
+random enough that its other occurrences can only be it: a vendor-format token of 12+ characters, a token that
+passes ``random_enough``, or a password of 8+ characters with three kinds of character. ``postgres`` or
+``hunter2`` are redacted where they were found, never throughout the text.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import re
+from collections import Counter
 
-PLACEHOLDER = re.compile(r"[$<{*]|\[REDACTED_|%\(|.*(?:\$\{|\{\{|[xX]{4}|\*{3}|\.{3})"
+PLACEHOLDER = re.compile(r"[$<{*]|\[REDACTED_|%\(|.*(?:\$\{|\{\{|\*{3}|\.{3})"
                          r"|(?i:your[_-]|(?:pass(?:word|wd)?|pwd|secret|token|changeme|redacted|none|null|undefined)$)")
 HEX_ID = re.compile(r"(?:sha(?:1|256|512)[:-])?(?:[0-9a-fA-F]{40}|[0-9a-fA-F]{64})")
 UUID = re.compile(r"\{?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\}?")
@@ -29,10 +37,20 @@ CAMEL = re.compile(r"[A-Z][a-z]*|[a-z]+")
 SEPARATORS = re.compile(r"[_.:/-]+")
 
 
+X_RUN = re.compile(r"[xX]{4,}")
+
+
+def _masked(value: str) -> bool:
+    """``xxxx`` standing for the value, or for a quarter of it (``AKIAxxxxxxxxxxxxxxxx``, ``sk-abcdxxxxxxxx``); a
+    random token that happens to hold ``xXXx`` among 36 other characters is no mask."""
+    runs = X_RUN.findall(value)
+    return bool(runs) and 4 * sum(map(len, runs)) >= sum(c.isalnum() for c in value)
+
+
 def not_placeholder(value: str) -> bool:
     """False for ``$VAR``, ``${VAR}``, ``<password>``, ``{{ x }}``, ``****``, ``xxxx…``, ``your-key``, ``password``,
     and for a marker this module wrote (redaction never redacts its own output)."""
-    return PLACEHOLDER.match(value) is None
+    return PLACEHOLDER.match(value) is None and not _masked(value)
 
 
 def never(value: str) -> bool:
@@ -77,6 +95,32 @@ def random_enough(value: str) -> bool:
     return entropy(value) >= (2.5 if len(value) <= 20 else 3.0)
 
 
+CLASSES = (re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"[0-9]"), re.compile(r"[^A-Za-z0-9]"))
+# kinds a name or a frame vouches for (``password=…``, ``://user:…@``, ``Authorization: Bearer …``), not a vendor's
+# format: a value of theirs is judged by itself before it is replaced throughout a session
+FRAMED = frozenset({"password", "secret", "url_password", "basic_auth", "bearer_token"})
+
+
+def spreadable(value: str, kind: str) -> bool:
+    """A found secret to replace at its every other occurrence in the session too: 8+ characters, not an id, a
+    path or a placeholder; a vendor-format token of 12+ characters, else random (``random_enough``) or of three
+    kinds of character (lower, upper, digit, other) at 2.5 bits per character (``char_entropy``)."""
+    if len(value) < 8 or value.isspace() or "[REDACTED_" in value or never(value) or WHOLE_PLACEHOLDER.fullmatch(value):
+        return False
+    if kind not in FRAMED:
+        return len(value) >= 12
+    if random_enough(value):
+        return True
+    return sum(1 for c in CLASSES if c.search(value)) >= 3 and char_entropy(value) >= 2.5
+
+
+def char_entropy(value: str) -> float:
+    """Shannon entropy in bits per character over all of ``value``'s characters (``entropy`` counts only base64
+    ones, so a password of symbols reads as poorer than it is)."""
+    n = len(value)
+    return -sum(k / n * math.log2(k / n) for k in Counter(value).values()) if n else 0.0
+
+
 def password_like(value: str, quoted: bool) -> bool:
     """A password: 6+ characters, not a placeholder, id or path; unquoted, not a bare name or attribute."""
     if len(value) < 6 or never(value) or not not_placeholder(value) or REFERENCE.fullmatch(value):
@@ -86,3 +130,17 @@ def password_like(value: str, quoted: bool) -> bool:
     if re.match(r"(?:~|\.{1,2})?/", value):  # an absolute or relative path (PWD=/home/dev/AppData)
         return False
     return quoted or not NAME.fullmatch(value)
+
+
+# a placeholder that is the whole value: a random password may well start with ``$`` or ``*``
+WHOLE_PLACEHOLDER = re.compile(r"\$\{?[\w.]+\}?|\$\([\w.]+\)|%\(\w+\)s|<[^<>]*>|\{\{.*\}\}|\{[\w.]*\}|\*+|[xX]{4,}|\.{3,}"
+                               r"|\[REDACTED_\w+\]|(?i:your[_-].*|pass(?:word|wd)?|pwd|secret|token|changeme|redacted"
+                               r"|none|null|undefined)", re.S)
+
+
+def connection_password(value: str) -> bool:
+    """The value of a connection string's ``Pwd=``: 6+ characters of any kind (a braced ODBC value may start with
+    ``;`` or ``}``), not a whole placeholder (``$(DB_PASSWORD)``, ``<password>``), id, path or attribute without a
+    digit (``settings.db_password``)."""
+    return (len(value) >= 6 and not value.isspace() and not never(value) and not WHOLE_PLACEHOLDER.fullmatch(value)
+            and not (REFERENCE.fullmatch(value) and NAME.fullmatch(value)))

@@ -5,7 +5,8 @@ matching ``--project`` / ``--since`` / ``--until``, and compares each session's 
 push to the same repo recorded (``traces-push/state.json`` in the tunepack home, under a file lock): only new or
 grown sessions go. Each goes as the harness wrote it, in its harness's folder of the repo — the raw layouts the
 Hub's agent-trace viewer reads and ``hf://datasets/NS/NAME`` (``hub.py``) trains on — after every string in it
-went through the conversion's redaction (``scrub``); the report counts the replacements by kind.
+went through the conversion's redaction (``scrub``: the session as one unit, so a secret found anywhere in it is
+replaced wherever it occurs in it); the report counts the replacements by kind.
 
 The repo is private unless ``public`` is asked for, and a public repo (asked for, or an existing repo that is
 public) needs the human's yes through the approval room: the keyboard (the CLI), an elicitation answer or an
@@ -36,7 +37,7 @@ from ..config.schema import untitled
 from ..errors import TraceError
 from ..home import home_dir
 from .collect import FOLDERS, Unit, collect, inside
-from .scrub import scrub_file
+from .scrub import scrub_session
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 LISTED = 50
@@ -202,8 +203,7 @@ def _stage(todo, staging: Path, totals: Counter) -> list[PushedSession]:
     listed = []
     for unit, _, status in todo:
         counts: Counter = Counter()
-        for path, repo_path in unit.files:
-            scrub_file(path, staging / repo_path, counts)
+        scrub_session([(path, staging / repo_path) for path, repo_path in unit.files], counts)
         totals.update(counts)
         listed.append(PushedSession(harness=unit.harness, source=unit.source, repo_path=unit.key, status=status,
                                     files=len(unit.files), bytes=unit.size(), redactions=dict(counts)))
