@@ -16,6 +16,7 @@ server that changes one sees the change).
 | ``TUNEPACK_VIEWER_URL`` | the Datasets Viewer's base URL | ``https://datasets-server.huggingface.co`` |
 | ``OMP_NUM_THREADS`` | kept for local jobs when set (read from the mapping ``environment()`` returns); unset, the runner splits the cores between the jobs running side by side | the split |
 | ``TUNEPACK_JOB_ID`` | set by the local runner inside a job | — |
+| ``TUNEPACK_CUSTODIAN`` | ``1`` in the custodian server's process (``serve --custodian`` sets it) and the local jobs it starts: no code the agent can influence runs there (the eval kit reads it too) | unset |
 | ``XDG_CACHE_HOME``, ``HF_HOME`` | the bases of the two defaults above | ``~/.cache``, ``~/.cache/huggingface`` |
 | ``HF_ENDPOINT`` | the Hub's base URL | huggingface_hub's |
 | ``HOME``, ``XDG_CONFIG_HOME``, ``CODEX_HOME``, ``CLAUDE_CONFIG_DIR`` | where ``tunepack setup --user`` finds each harness's user config (read from the mapping ``environment()`` returns) | the harness's own default |
@@ -123,3 +124,14 @@ def set_default(name: str, value: str) -> None:
 def environment(**extra: str) -> dict[str, str]:
     """This process's environment plus ``extra``: what a local job starts with."""
     return {**os.environ, **extra}
+
+
+def custodian_mode() -> bool:
+    """Is this process the custodian server, or a job it started?"""
+    return _get("TUNEPACK_CUSTODIAN") == "1"
+
+
+def set_custodian_mode() -> None:
+    """``serve --custodian``: this process and every job it starts (they inherit the environment)."""
+    os.environ["TUNEPACK_CUSTODIAN"] = "1"
+

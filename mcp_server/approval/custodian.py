@@ -16,6 +16,7 @@ import os
 import stat
 from pathlib import Path
 
+from .. import settings
 from ..errors import ApprovalError
 from ..home import tunepack_home
 
@@ -48,16 +49,14 @@ def prepare_custodian(token_path: str | Path | None = None) -> list[str]:
     return [n for n in notes if n]
 
 
-ENV = "TUNEPACK_CUSTODIAN"  # set in the custodian server's own process; its local jobs inherit it
-
-
 def activate() -> None:
-    os.environ[ENV] = "1"
+    """This process is the custodian server; its local jobs inherit the mode (settings.TUNEPACK_CUSTODIAN)."""
+    settings.set_custodian_mode()
 
 
 def active() -> bool:
     """Is this process the custodian server (or a job it started)?"""
-    return os.environ.get(ENV) == "1"
+    return settings.custodian_mode()
 
 
 def refuse_agent_code(what: str, paths: list[str], fix: str) -> None:
