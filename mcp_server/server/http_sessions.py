@@ -16,9 +16,10 @@ import json
 from dataclasses import dataclass
 
 from mcp_types import ErrorData, JSONRPCError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..errors import InputError
+from .protocol import reworded
 
 MAX_SESSIONS = 64
 IDLE_TIMEOUT_S = 30 * 60
@@ -76,23 +77,7 @@ class SessionCap:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        held: list[Message] = []
-
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start" and message.get("status") == 503:
-                held.append(message)
-                return
-            if held and message["type"] == "http.response.body":
-                start = held.pop()
-                new = None if message.get("more_body") else _reworded(message.get("body", b""), self.limits)
-                if new is not None:
-                    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                    start = {**start, "headers": [*headers, (b"content-length", str(len(new)).encode())]}
-                    message = {**message, "body": new}
-                await send(start)
-            await send(message)
-
-        await self.app(scope, receive, sending)
+        await self.app(scope, receive, reworded(send, 503, lambda body: _reworded(body, self.limits)))
 
 
 __all__ = ["IDLE_TIMEOUT_S", "MAX_SESSIONS", "SessionCap", "SessionLimits", "check"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -223,6 +224,28 @@ def _rewritten(body: bytes, request: bytes) -> bytes | None:
     return reply.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
+def reworded(send: Send, status: int, reword: Callable[[bytes], bytes | None]) -> Send:
+    """``send`` with each whole answer of ``status`` replaced by ``reword(body)`` (None: kept as it was), its
+    content-length set to the new body's."""
+    held: list[Message] = []
+
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start" and message.get("status") == status:
+            held.append(message)
+            return
+        if held and message["type"] == "http.response.body":
+            start = held.pop()
+            new = None if message.get("more_body") else reword(message.get("body", b""))
+            if new is not None:
+                headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+                start = {**start, "headers": [*headers, (b"content-length", str(len(new)).encode())]}
+                message = {**message, "body": new}
+            await send(start)
+        await send(message)
+
+    return sending
+
+
 class EnvelopeErrors:
     """ASGI middleware over the streamable-HTTP app: a 400 answer from the SDK that we word better (``_rewritten``)
     is replaced; everything else passes through untouched (the request body is only copied, up to 64 KiB)."""
@@ -235,7 +258,6 @@ class EnvelopeErrors:
             await self.app(scope, receive, send)
             return
         body = bytearray()
-        held: list[Message] = []
 
         async def copying() -> Message:
             message = await receive()
@@ -243,18 +265,4 @@ class EnvelopeErrors:
                 body.extend(message.get("body", b"")[:_BODY_CAP - len(body)])
             return message
 
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start" and message.get("status") == 400:
-                held.append(message)
-                return
-            if held and message["type"] == "http.response.body":
-                start = held.pop()
-                new = None if message.get("more_body") else _rewritten(message.get("body", b""), bytes(body))
-                if new is not None:
-                    headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
-                    start = {**start, "headers": [*headers, (b"content-length", str(len(new)).encode())]}
-                    message = {**message, "body": new}
-                await send(start)
-            await send(message)
-
-        await self.app(scope, copying, sending)
+        await self.app(scope, copying, reworded(send, 400, lambda sent: _rewritten(sent, bytes(body))))
