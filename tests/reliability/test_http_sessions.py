@@ -12,16 +12,12 @@ Probed against a real ``tunepack serve --http --max-sessions 3 --idle-timeout 2`
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 
 import pytest
-from support.common import REPO, run_cli
+from support.common import http_server, run_cli
 
 CAP, IDLE_S = 3, 2.0
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -47,19 +43,8 @@ def post(url: str, body: str, session: str | None = None) -> tuple[int, dict, st
 
 @pytest.fixture
 def capped():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "serve", "--http", "--port", str(port),
-                             "--max-sessions", str(CAP), "--idle-timeout", str(IDLE_S)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
-    deadline = time.monotonic() + 60
-    while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()[-2000:]
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=20)
+    with http_server("--max-sessions", str(CAP), "--idle-timeout", str(IDLE_S)) as (url, _):
+        yield url
 
 
 def _open(url: str) -> tuple[int, str | None, str]:

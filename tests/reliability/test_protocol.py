@@ -21,7 +21,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from support.common import REPO
+from support.common import REPO, http_server
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -193,16 +193,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def http():
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "serve", "--http", "--port", str(port)],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
-    deadline = time.monotonic() + 60
-    while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()[-2000:]
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=20)
+    with http_server() as (url, _):
+        yield url
 
 
 def post(url: str, body: str, session: str | None = None) -> tuple[int, dict, str]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,3 +40,24 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 def run_cli(*args: str, timeout: int = 900, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mcp_server.cli", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=timeout, env=os.environ.copy())
+
+
+@contextlib.contextmanager
+def http_server(*flags: str, env: dict | None = None):
+    """``tunepack serve --http`` on a free loopback port with ``flags``: yields (its /mcp URL, the process); stops
+    it after. Fails with the server's stderr when it exits or does not listen within a minute."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_server.cli", "serve", "--http", "--port", str(port), *flags],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env=env if env is not None else os.environ.copy())
+    try:
+        deadline = time.monotonic() + 60
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()[-2000:]
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp", proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
