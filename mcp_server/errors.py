@@ -126,6 +126,12 @@ class ApprovalError(TunepackError):
     kind = "approval"
 
 
+class LoopError(TunepackError):
+    """A continual-learning cycle cannot run: too little new data, its bound reached, a frozen session in reach."""
+
+    kind = "loop"
+
+
 class SetupError(TunepackError):
     """``tunepack setup`` cannot add tunepack to a harness config as it is (malformed, or a key in the way)."""
 

@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ..harness.cli import add_parser as add_harness
     from ..harness.cli import add_setup_parser as add_setup
     from ..ledger.cli import add_parser as add_ledger
+    from ..loop.cli import add_parser as add_loop
     from ..registry.cli import add_parser as add_export
     from ..report.cli import add_parser as add_results
     from ..research.cli import add_parser as add_research
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline.add_parsers(sub)
     for add in (jobs.add_parser, registry.add_parser, tracking.add_parser, add_eval, add_skills, add_viewer,
                 add_ledger, add_research, add_harness, add_sweep, _add_serve, add_traces, add_export,
-                add_setup, add_results):
+                add_setup, add_results, add_loop):
         add(sub)
     return parser
 
