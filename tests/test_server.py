@@ -30,6 +30,7 @@ EXPECTED_TOOLS |= {"registry_publish"}
 EXPECTED_TOOLS |= {"traces_convert"}
 EXPECTED_TOOLS |= {"traces_push"}
 EXPECTED_TOOLS |= {"eval_start", "eval_results", "eval_ladder"}
+EXPECTED_TOOLS |= {"loop_cycle", "loop_status"}
 EXPECTED_TOOLS |= {"ledger_propose", "ledger_claim", "ledger_record", "ledger_list", "ledger_report"}
 EXPECTED_TOOLS |= {"research_models", "research_datasets", "research_papers", "research_paper"}
 EXPECTED_TOOLS |= {"results_readme", "grpo_prompts"}

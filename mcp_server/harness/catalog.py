@@ -16,7 +16,7 @@ SERVER = "tunepack"
 # A second server for the study roles: the tools they need beyond the core set, kept out of the main agent's
 # context (every tool's schema costs context on every turn; see harness/toolsets.py).
 STUDY_SERVER = "tunepack-study"
-STUDY_TOOLSETS = ("jobs", "tracking", "viewer", "data", "ledger", "research", "ladder")  # every toolset beyond core
+STUDY_TOOLSETS = ("jobs", "tracking", "viewer", "data", "ledger", "research", "ladder", "loop")  # every toolset beyond core
 LAUNCHER = "bin/tunepack-mcp"
 # From any directory of the clone: the launcher finds the repository and its .venv itself.
 LAUNCH_SH = f'exec "$(git rev-parse --show-toplevel 2>/dev/null || pwd)/{LAUNCHER}"'
@@ -236,6 +236,20 @@ Read the skill `tunepack-pipeline` ("The whole contract") first, then `tunepack-
 5. results_readme with the sweep id writes the scores into README.md (again = replaced).
 6. Publish with registry_publish (private unless I say otherwise) after I approve. Report what you did
    not do.""",
+    ),
+    Command(
+        name="tunepack-loop",
+        description="Continual learning: run the loop's next cycle on the sessions new since the last one, and "
+                    "promote the new adapter only when it is better.",
+        argument_hint="LOOP_SPEC (loop.yaml) or a request to set one up",
+        body=f"""Continual learning with tunepack: $ARGUMENTS
+
+Read the skill `tunepack-loop` first (and `tunepack-traces` for the session sources). {_SKILLS}
+Without a loop spec, write one beside the training config (name, config, sources, frozen_sessions,
+retention) and tell me what it holds out. Then loop_cycle with its path and jobs_wait on the job. Report the
+cycle: sessions trained and held out, the paired gain with its z, the retention change, and the decision
+with its reason (loop_status shows every cycle). A refused cycle is an answer too: say how many new
+sessions it found and how many it needs.""",
     ),
     Command(
         name="tunepack-research",

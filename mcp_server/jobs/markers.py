@@ -29,6 +29,7 @@ KINDS = {
     "PREFLIGHT": "preflight job: pass or fail, with each check",
     "ALERT": "GRPO script: reward hacking suspected (title, reason, step, whether the run stopped)",
     "RLCHECK": "GRPO script (--rl-check): prompts, the ceiling, the starting model's groups, sizing, generation",
+    "LOOP": "loop cycle job: the cycle decided (sessions, candidate, paired scores, promote or keep and why)",
 }
 
 

@@ -32,6 +32,7 @@ def all_tools() -> list:
         eval_tools,
         job_tools,
         ledger_tools,
+        loop_tools,
         pipeline_tools,
         registry_tools,
         report_tools,
@@ -44,7 +45,7 @@ def all_tools() -> list:
     )
 
     modules = (pipeline_tools, job_tools, tracking_tools, registry_tools, skill_tools, data_tools, viewer_tools,
-               eval_tools, traces_tools, ledger_tools, research_tools, sweep_tools, report_tools)
+               eval_tools, traces_tools, ledger_tools, research_tools, sweep_tools, report_tools, loop_tools)
     return [tool for module in modules for tool in module.TOOLS]
 
 
