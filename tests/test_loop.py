@@ -138,3 +138,31 @@ def test_the_promotion_rule_in_words_and_numbers():
     assert kept == "keep" and why.startswith("the gain is not significant: mean paired gain")
     assert decide(paired([2.0], [1.0]), None, None, z=1.96, margin=0.05)[1].startswith("only 1 held-out row")
     assert paired([1.0, None, 2.0], [0.5, 0.4, None])["n"] == 1  # a row counts only when both scored it
+
+
+def test_loop_cycle_as_a_tool_says_how_many_new_sessions_it_needs(tmp_path):
+    """An agent's way in: loop_cycle starts the cycle as a job, jobs_wait follows it, and a cycle with too few
+    sessions ends with the threshold named and nothing trained; loop_status shows no cycle."""
+    from test_server import ok, session, text
+
+    _arrive(tmp_path / "sessions", 0, 3)
+    _config(tmp_path / "train.yaml")
+    _retention_set(tmp_path)
+    name = f"few-{uuid.uuid4().hex[:6]}"
+    spec = tmp_path / "loop.yaml"
+    spec.write_text(yaml.safe_dump({"name": name, "config": "train.yaml", "sources": ["sessions"],
+                                    "frozen_sessions": 2, "min_new_sessions": 3,
+                                    "retention": {"path": "general.jsonl"}}))
+
+    async def run(client):
+        started = ok(await client.call_tool("loop_cycle", {"spec_path": str(spec)}))
+        assert started["next_step"].startswith(f"jobs_wait('{started['job']['id']}')")
+        done = await client.call_tool("jobs_wait", {"job_id": started["job"]["id"], "timeout_s": 120})
+        status = ok(await client.call_tool("loop_status", {"name": name}))
+        return done, status
+
+    done, status = session(run, extra=("--toolsets", "core,loop"))
+    assert done.is_error and "ended ERROR: The first cycle needs 2 sessions to freeze for evaluation and 3 new ones" \
+        in text(done), text(done)
+    assert "the sources hold 3" in text(done) and "Fix: collect more sessions" in text(done)
+    assert status["cycles"] == [] and status["current"] is None
