@@ -122,6 +122,14 @@ def test_the_loop_promotes_only_a_better_adapter_and_resumes_after_a_crash(tmp_p
         assert not set(groups) & set(frozen)
         assert not {group_sha256(g) for g in groups.values()} & set(frozen.values())
 
+    readme = tmp_path / "README.md"  # the cycle table, as the results writer keeps it
+    written = run_cli("results", "readme", "--loop", name, "--readme", str(readme), "--no-curves")
+    assert written.returncode == 0, written.stderr
+    table = [line for line in readme.read_text().splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert [row.split(" | ")[0] for row in table] == ["| 1", "| 2", "| 3", "| 4"]
+    assert "promote: better on the held-out rows" in table[0] and "keep: the gain is not significant" in table[1]
+    assert "keep: retention dropped past the margin" in table[2]
+
 
 def test_the_promotion_rule_in_words_and_numbers():
     from mcp_server.loop.decide import decide, paired

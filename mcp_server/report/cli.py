@@ -20,6 +20,7 @@ def add_parser(sub) -> None:
     r.add_argument("--sweep", help="a sweep id: its table and curves, and its best adapter's evals")
     r.add_argument("--adapter", action="append", help="NAME@vN to report (repeat for several; default: the "
                                                       "sweep's best)")
+    r.add_argument("--loop", help="a continual-learning loop: its cycle table (and its adapter in use)")
     r.add_argument("--title", default="Fine-tuning results", help="the section's heading")
     r.add_argument("--no-curves", action="store_true", help="write no PNG curves")
     r.add_argument("--json", action="store_true", help="print JSON")
@@ -30,7 +31,7 @@ def run_readme(args) -> None:
     from . import write_results
 
     section = write_results(args.readme, sweep_id=args.sweep, adapters=args.adapter, curves=not args.no_curves,
-                            title=args.title)
+                            title=args.title, loop=args.loop)
     if args.json:
         print(json.dumps(section.model_dump(), indent=2))
         return

@@ -154,18 +154,26 @@ def _adapter_part(ref: str, folder: Path, images: list[str], missing: list[str],
 
 def write_results(readme_path: str | Path = "README.md", *, sweep_id: str | None = None,
                   adapters: list[str] | None = None, curves: bool = True,
-                  title: str = "Fine-tuning results") -> ResultsSection:
-    """Write (or replace) the results section of ``readme_path``; see the module docstring."""
-    if not sweep_id and not adapters:
-        raise InputError("Name a sweep or at least one adapter to report.",
-                         "give sweep_id (its best adapter is reported) or adapters=['NAME@vN', ...] "
-                         "(registry_list shows them).")
+                  title: str = "Fine-tuning results", loop: str | None = None) -> ResultsSection:
+    """Write (or replace) the results section of ``readme_path``; see the module docstring. ``loop``: a
+    continual-learning loop's cycle table (and its adapter in use, unless adapters are named)."""
+    if not sweep_id and not adapters and not loop:
+        raise InputError("Name a sweep, a loop or at least one adapter to report.",
+                         "give sweep_id (its best adapter is reported), loop (its cycle table) or "
+                         "adapters=['NAME@vN', ...] (registry_list shows them).")
     target = _target(readme_path)
     folder = target.parent
     images: list[str] = []
     missing: list[str] = []
     lines: list[str] = []
     refs = list(adapters or [])
+    if loop:
+        from .loop_table import loop_part
+
+        loop_lines, in_use = loop_part(loop)
+        lines += loop_lines
+        if in_use and not adapters and not sweep_id:
+            refs = [in_use]
     if sweep_id:
         sweep_lines, best = _sweep_part(sweep_id, folder, images, curves)
         lines += sweep_lines

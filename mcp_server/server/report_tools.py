@@ -16,13 +16,14 @@ def results_readme(
         adapters: Annotated[list[str] | None, Field(description="NAME@vN to report (default: the sweep's "
                                                                 "best).")] = None,
         readme_path: Annotated[str, Field(description="The markdown file (default: ./README.md).")] = "README.md",
-        curves: Annotated[bool, Field(description="Also the curves, as PNG files beside it.")] = True
+        curves: Annotated[bool, Field(description="Also the curves, as PNG files beside it.")] = True,
+        loop: Annotated[str | None, Field(description="A continual-learning loop: its cycle table.")] = None
         ) -> ResultsSection:
     """Write the results section of a README in place (again = replaced): sweep table, each adapter's eval
     tables vs base (n, 95 % CI), held-out sessions, curves as PNG."""
     from ..report import write_results
 
-    return write_results(readme_path, sweep_id=sweep_id, adapters=adapters, curves=curves)
+    return write_results(readme_path, sweep_id=sweep_id, adapters=adapters, curves=curves, loop=loop)
 
 
 TOOLS = [results_readme]
