@@ -16,6 +16,7 @@ server that changes one sees the change).
 | ``TUNEPACK_VIEWER_URL`` | the Datasets Viewer's base URL | ``https://datasets-server.huggingface.co`` |
 | ``OMP_NUM_THREADS`` | kept for local jobs when set (read from the mapping ``environment()`` returns); unset, the runner splits the cores between the jobs running side by side | the split |
 | ``TUNEPACK_JOB_ID`` | set by the local runner inside a job | — |
+| ``TUNEPACK_LOOP_CRASH_AFTER`` | tests only: a loop cycle stops its process right after writing this phase (a crash to resume from) | unset |
 | ``TUNEPACK_CUSTODIAN`` | ``1`` in the custodian server's process (``serve --custodian`` sets it) and the local jobs it starts: no code the agent can influence runs there (the eval kit reads it too) | unset |
 | ``XDG_CACHE_HOME``, ``HF_HOME`` | the bases of the two defaults above | ``~/.cache``, ``~/.cache/huggingface`` |
 | ``HF_ENDPOINT`` | the Hub's base URL | huggingface_hub's |
@@ -134,4 +135,9 @@ def custodian_mode() -> bool:
 def set_custodian_mode() -> None:
     """``serve --custodian``: this process and every job it starts (they inherit the environment)."""
     os.environ["TUNEPACK_CUSTODIAN"] = "1"
+
+
+def loop_crash_after() -> str | None:
+    """Tests: the loop phase after which a cycle stops its process, as a crash would."""
+    return _get("TUNEPACK_LOOP_CRASH_AFTER")
 

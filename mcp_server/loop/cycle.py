@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
+from .. import settings
 from ..config import TrainConfig, load_config
 from ..errors import LoopError
 from ..jobs import get_backend
@@ -30,8 +30,6 @@ from .decide import decide, mean, paired
 from .sessions import Group, collect, write_rows
 from .spec import LoopSpec
 from .state import Cycle, LoopState, locked, loop_dir, read_state, write_state
-
-CRASH_ENV = "TUNEPACK_LOOP_CRASH_AFTER"  # tests: stop the process right after this phase is written
 
 
 def run_cycle(spec: LoopSpec) -> Cycle:
@@ -51,8 +49,8 @@ def run_cycle(spec: LoopSpec) -> Cycle:
 def _save(state: LoopState, cycle: Cycle, phase: str) -> None:
     cycle.phase = phase  # type: ignore[assignment]
     write_state(state)
-    if os.environ.get(CRASH_ENV) == phase:
-        raise SystemExit(f"tunepack loop: stopped after phase {phase} ({CRASH_ENV})")
+    if settings.loop_crash_after() == phase:
+        raise SystemExit(f"tunepack loop: stopped after phase {phase} (TUNEPACK_LOOP_CRASH_AFTER)")
 
 
 def _rank(seed: int, key: str) -> str:
