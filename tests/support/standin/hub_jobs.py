@@ -20,9 +20,13 @@ class JobRoutes:
         s = self.state
         if namespace not in (s.user, *[o["name"] for o in s.orgs]):
             return self._error(403, f"You don't have job.write permission on {namespace}")
+        self._send(200, self._new_job(namespace, req.body or {}))
+
+    def _new_job(self, namespace: str, spec: dict) -> dict:
+        """A job from its spec (a submit, or a run of a scheduled job), handed to the runner; its JSON."""
+        s = self.state
         s.counter += 1
         job_id = f"68{s.prefix}{s.counter:016x}"
-        spec = req.body or {}
         job = {"id": job_id, "createdAt": iso(time.time() - 5), "dockerImage": spec.get("dockerImage"),
                "command": spec["command"], "arguments": spec.get("arguments", []),
                "environment": spec.get("environment", {}),
@@ -38,7 +42,7 @@ class JobRoutes:
         s.log_times[job_id] = []
         if self.standin.runner is not None:
             self.standin.runner.start(job_id, spec, dict(spec.get("secrets") or {}))
-        self._send(200, job)
+        return job
 
     def _cancel_job(self, req, namespace: str, job_id: str) -> None:
         s = self.state

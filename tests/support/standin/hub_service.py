@@ -73,6 +73,16 @@ Shapes not in hf-apis.md, and the client code (huggingface_hub 2.4) they follow:
   it (``/usr/x``) ends the job ERROR (creating it would write to the host), new top-level paths and /tmp, /root
   are fine. The uv shim (``uv_shim.py``): its "index" is the installed packages; every failure exits 2 with a
   uv-like message; ``packages`` counts the script's own requirements (uv would count the whole resolution).
+- Scheduled jobs (``hub_schedules.py``; ``create_scheduled_job`` … ``trigger_scheduled_job`` in ``hf_api.py``,
+  ``ScheduledJobInfo`` in ``_jobs_api.py``): ``POST /api/scheduled-jobs/{ns}`` (body ``{jobSpec, schedule, suspend?,
+  concurrency?}``; the schedule is ``@hourly`` … or five CRON fields, else 400) → ``{id, createdAt, schedule, suspend,
+  concurrency, jobSpec, status: {lastJob, nextJobRunAt}, owner}`` (secrets shown as ``<encrypted>``; nextJobRunAt an
+  hour ahead, None while suspended); ``GET`` the list (``label=k=v``) or one; ``DELETE`` one; ``POST …/suspend``,
+  ``…/resume``, ``…/schedule`` (``{schedule}``) and ``PUT …/labels`` (``{labels}``; the ``name`` label is kept).
+  Nothing fires by time: ``POST …/run`` starts one job from the stored spec and secrets now (the runner executes it)
+  and answers its job JSON, or 409 while the last run still runs and concurrency is off. ``state.schedules``,
+  ``state.schedule_events`` ``[{"id", "event", "at"}]``. Tags: ``POST /api/{type}s/{repo}/tag/{revision}``
+  (``{"tag"}``; 409 if it exists) and ``DELETE …/tag/{tag}`` (``create_tag`` / ``delete_tag``); a tag is a revision.
 - Job logs (``_stream_sse_events``, ``fetch_job_logs``): ``data: {"timestamp": ISO-8601 with ms, "data": line}``
   events, the first ``===== Job started at <createdAt> =====`` (the client drops it); ``tail=N`` replays the last
   N lines; the response has no Content-Length (HTTP/1.0, it ends when the connection closes) and carries the
@@ -111,6 +121,7 @@ from urllib.parse import parse_qs, urlparse
 
 from .hub_jobs import JobRoutes
 from .hub_repos import RepoRoutes, apply_commit, new_repo
+from .hub_schedules import ScheduleRoutes
 from .hub_search import DATASETS, MODELS, PAPERS, SEARCH_PARAMS, SearchRoutes
 from .jobs_runner import TERMINAL, JobRunner, iso
 
@@ -128,8 +139,10 @@ HARDWARE = [
 
 
 REPO = r"(models|datasets|spaces)/([^/]+/[^/]+)"
+SCHEDULED = r"/api/scheduled-jobs/([^/]+)"
 ROUTES = {  # method -> [(path regex, handler method)]; the groups are the method's arguments
     "GET": [(r"/api/jobs/([^/]+)/([^/]+)/logs", "_job_logs"), (r"/api/jobs/([^/]+)/([^/]+)", "_inspect_job"),
+            (SCHEDULED, "_list_schedules"), (rf"{SCHEDULED}/([^/]+)", "_inspect_schedule"),
             (r"/api/jobs/([^/]+)", "_list_jobs"), (r"/api/buckets/([^/]+)/([^/]+)", "_bucket_info"),
             (rf"/api/{REPO}(?:/revision/(.+))?", "_repo_info_route"),
             (rf"/api/{REPO}/tree/([^/]+)(?:/(.+))?", "_tree_route"),
@@ -138,7 +151,12 @@ ROUTES = {  # method -> [(path regex, handler method)]; the groups are the metho
     "POST": [(r"/api/repos/create", "_create_repo"), (rf"/api/{REPO}/preupload/([^/]+)", "_preupload_route"),
              (rf"/api/{REPO}/commit/([^/]+)", "_commit_route"), (rf"/api/{REPO}/paths-info/([^/]+)", "_paths_route"),
              (r"/api/buckets/([^/]+)/([^/]+)", "_create_bucket"), (r"/api/jobs/([^/]+)/([^/]+)/cancel", "_cancel_job"),
-             (r"/api/jobs/([^/]+)", "_submit_job")],
+             (r"/api/jobs/([^/]+)", "_submit_job"), (SCHEDULED, "_create_schedule"),
+             (rf"{SCHEDULED}/([^/]+)/(suspend|resume)", "_suspend_schedule"),
+             (rf"{SCHEDULED}/([^/]+)/schedule", "_reschedule"), (rf"{SCHEDULED}/([^/]+)/run", "_trigger_schedule"),
+             (rf"/api/{REPO}/tag/([^/]+)", "_create_tag_route")],
+    "PUT": [(rf"{SCHEDULED}/([^/]+)/labels", "_relabel_schedule")],
+    "DELETE": [(rf"{SCHEDULED}/([^/]+)", "_delete_schedule"), (rf"/api/{REPO}/tag/([^/]+)", "_delete_tag_route")],
 }
 
 SELF_LOCKING = {"_job_logs", "_resolve_get", "_resolve_head"}
@@ -168,6 +186,8 @@ class State:
     repos: dict = field(default_factory=dict)  # repo_id -> see hub_repos.py
     downloads: collections.Counter = field(default_factory=collections.Counter)  # (repo_id, path) -> GETs
     buckets: dict = field(default_factory=dict)  # bucket_id -> {"private": bool, "folder": Path}
+    schedules: dict = field(default_factory=dict)  # scheduled job id -> its JSON (+ "secretValues"): hub_schedules.py
+    schedule_events: list = field(default_factory=list)  # [{"id", "event", "at"}]: created, triggered, suspended, …
     requests: list = field(default_factory=list)
     fail: dict = field(default_factory=dict)  # (method, path regex) -> status code
     models: list = field(default_factory=lambda: [dict(m) for m in MODELS])
@@ -182,7 +202,7 @@ class State:
         self.changed = threading.Condition(self.lock)
 
 
-class Handler(RepoRoutes, JobRoutes, SearchRoutes, BaseHTTPRequestHandler):
+class Handler(RepoRoutes, JobRoutes, ScheduleRoutes, SearchRoutes, BaseHTTPRequestHandler):
     state: State
     endpoint: str
     standin: "HubStandIn"
@@ -260,7 +280,7 @@ class Handler(RepoRoutes, JobRoutes, SearchRoutes, BaseHTTPRequestHandler):
                     return getattr(self, name)(req, *m.groups())
         self._error(404, f"no route {req.method} {req.path}")
 
-    do_GET = do_HEAD = do_POST = _dispatch
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = _dispatch
 
     # --- small routes ----------------------------------------------------------------------
 
@@ -286,6 +306,12 @@ class Handler(RepoRoutes, JobRoutes, SearchRoutes, BaseHTTPRequestHandler):
 
     def _commit_route(self, req, kind, repo_id, revision):
         self._commit(req, kind, repo_id, revision)
+
+    def _create_tag_route(self, req, kind, repo_id, revision):
+        self._create_tag(req, kind, repo_id, revision)
+
+    def _delete_tag_route(self, req, kind, repo_id, tag):
+        self._delete_tag(req, kind, repo_id, tag)
 
     def _resolve_get(self, req, kind, repo_id, revision, path):
         self._resolve(repo_id, revision, path, head=False)
