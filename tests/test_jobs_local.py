@@ -169,3 +169,24 @@ def test_a_job_whose_runner_never_started_ends_in_error(tmp_path, backend):
                          timeout_s=None, flavor="local", created_at=time.time(), workdir=str(tmp_path),
                          log_path=str(tmp_path / "output.log"), spec={})
     assert backend.status("local-fresh").stage == "SCHEDULING"  # a submit in progress is left alone
+
+
+def test_a_runner_caught_inside_its_execve_is_alive_and_a_zombie_is_not(monkeypatch):
+    """/proc/PID/cmdline reads empty both for a zombie and, for a moment, for a process in the middle of its execve
+    (LocalBackend.submit reads the status right after starting the runner: under load that moment was reported as a
+    runner that disappeared). The process state tells them apart."""
+    import subprocess
+    from pathlib import Path
+
+    from mcp_server.jobs.local_runner import pid_alive
+
+    child = subprocess.Popen(["true"])
+    deadline = time.time() + 10
+    while Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z" and time.time() < deadline:
+        time.sleep(0.05)
+    assert not pid_alive(child.pid, "local-x")  # exited, not yet reaped
+    child.wait()
+    cmdline = Path(f"/proc/{os.getpid()}/cmdline")
+    real = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda p: b"" if p == cmdline else real(p))
+    assert pid_alive(os.getpid(), "local-x")  # running, its argv not readable yet

@@ -43,10 +43,21 @@ def pid_alive(pid: int | None, job_id: str | None = None) -> bool:
             text = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             return False
-        if not text.strip():  # a zombie: exited, not yet reaped
-            return False
+        if not text.strip():  # exited and not yet reaped (a zombie), or still inside its execve: no argv yet
+            return not _zombie(pid)
         return job_id in text
     return True
+
+
+def _zombie(pid: int) -> bool:
+    """The process has exited (state Z or X). A runner read right after LocalBackend.submit started it can be in
+    the middle of its execve, where /proc/PID/cmdline reads empty for a moment (the new memory is in place, its
+    argv not yet): alive, not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state in ("Z", "X")
 
 
 @dataclass
