@@ -65,3 +65,12 @@ def test_a_tag_names_a_revision_until_it_is_deleted(hub, api):
     api.delete_tag("alice/tagged", tag="current")
     with pytest.raises(RevisionNotFoundError):
         api.model_info("alice/tagged", revision="current")
+
+
+def test_the_uv_shim_reads_with_as_uv_does():
+    """`uv run --with "a>=1,<2"` is one requirement (astral-sh/uv#9089): huggingface_hub sends each dependency as its
+    own --with, and tunepack's carry version ranges."""
+    from support.standin.uv_shim import split_with
+
+    assert split_with("mcp<3,>=2.3.0") == ["mcp<3,>=2.3.0"]
+    assert split_with("flask, requests>=2.1,<3") == ["flask", "requests>=2.1,<3"]

@@ -34,6 +34,20 @@ class UvError(Exception):
     pass
 
 
+def split_with(value: str) -> list[str]:
+    """``--with "flask, requests>=2.1,<3"`` as uv reads it (astral-sh/uv#9089): a comma starts a new requirement
+    unless what follows is another version specifier of the same one."""
+    out: list[str] = []
+    for piece in (p.strip() for p in value.split(",")):
+        if not piece:
+            continue
+        if out and piece[0] in "<>=!~":
+            out[-1] += "," + piece
+        else:
+            out.append(piece)
+    return out
+
+
 def parse_run(argv: list[str]) -> tuple[dict, str, list[str]]:
     opts: dict = {"with": [], "flags": set()}
     i = 0
@@ -47,7 +61,7 @@ def parse_run(argv: list[str]) -> tuple[dict, str, list[str]]:
                     raise UvError(f"error: a value is required for '{name} <VALUE>' but none was supplied")
                 value = argv[i]
             if name == "--with":
-                opts["with"] += [v for v in value.split(",") if v]
+                opts["with"] += split_with(value)
         elif arg in FLAGS:
             opts["flags"].add(arg)
         elif arg == "--":
