@@ -18,32 +18,13 @@ import uuid
 import pytest
 import yaml
 from support.common import run_cli
-from support.tutorial import pi_session
+from support.loop import arrive as _arrive
+from support.loop import retention_set as _retention_set
+from support.loop import train_config as _config
 
 from mcp_server.evals.kit.heldout import group_key, group_sha256
 
 pytestmark = pytest.mark.slow
-
-def _arrive(folder, first: int, count: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for i in range(first, first + count):
-        (folder / f"session-{i:02d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in pi_session(i)))
-
-
-def _retention_set(folder) -> None:
-    """The retention set: sessions of the same work that no cycle sees (numbers 100-103), converted once."""
-    from mcp_server.traces import ConvertOptions, convert
-
-    _arrive(folder / "general-sessions", 100, 4)
-    convert([folder / "general-sessions"], folder / "general.jsonl", ConvertOptions())
-
-
-def _config(path, **training) -> None:
-    raw = {"model": {"name": "tiny:qwen3"}, "data": {"path": "sessions"},
-           "training": {"max_length": 384, "max_steps": 8, "logging_steps": 2, "learning_rate": 0.005,
-                        "per_device_train_batch_size": 2, "gradient_checkpointing": False, "seed": 3, **training},
-           "tracking": {"project": "loop-twin"}, "job": {"backend": "local"}}
-    path.write_text(yaml.safe_dump(raw))
 
 
 def _cycle(spec) -> dict:

@@ -11,6 +11,8 @@ judged on and when a new adapter replaces the one in use.
     promote: {z: 1.96}              # the paired gain must exceed z standard errors of the paired difference
     from_base_every: 0              # train from the base model every K cycles (0: always from the current adapter)
     max_cycles: 10                  # a schedule stops after this many cycles
+    state_repo: alice/my-agent-loop # on HF Jobs (`tunepack loop schedule`): the Hub repo of the loop's state
+                                    # (default NAMESPACE/NAME-loop); its sources must then be hf://datasets/… repos
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class LoopSpec(Section):
                                                       "the current adapter).")
     max_cycles: int = Field(10, ge=1, description="At most this many cycles are run (a schedule stops there).")
     seed: int = Field(7, description="Seed of the frozen draw and the recent slices.")
+    state_repo: str | None = Field(None, description="A loop scheduled on HF Jobs: the private Hub dataset repo "
+                                                     "that holds its state (default NAMESPACE/NAME-loop).")
 
     @field_validator("name")
     @classmethod
@@ -71,6 +75,8 @@ class LoopSpec(Section):
     def resolved(self, base: Path) -> LoopSpec:
         """Paths relative to the spec's folder made absolute."""
         def at(p: str) -> str:
+            if p.startswith("hf://"):  # a Hub dataset repo of sessions (traces/hub.py): not a path
+                return p
             path = Path(p).expanduser()
             return str(path if path.is_absolute() else (base / path).resolve())
 
