@@ -31,7 +31,7 @@ SPENDING = ("pipeline_run", "jobs_submit", "eval_start", "registry_publish", "sw
 # the Hub or raise the budget), `approve` (it approves a quote) and `serve` (the agent would be the client of a
 # server it started, answering its approval prompts itself). Each harness asks before running `tunepack <command> …`:
 # a seatbelt against honest mistakes, not a wall (another spelling, or a script that imports tunepack, is not matched).
-PAID_COMMANDS = ("run", "jobs submit", "eval run", "sweep submit", "registry publish", "traces push", "export",
+PAID_COMMANDS = ("run", "jobs submit", "eval run", "sweep submit", "loop schedule", "registry publish", "traces push", "export",
                  "rl-check", "budget set", "approve", "serve")
 # Tools that only read (or write tunepack's own notes): allowed without a click in Claude Code.
 READ_ONLY = (

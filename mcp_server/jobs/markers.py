@@ -28,10 +28,9 @@ KINDS = {
     "EVALPARTIAL": "eval script: a task finished; the results so far are in results.partial.json (done, missing)",
     "PREFLIGHT": "preflight job: pass or fail, with each check",
     "ALERT": "GRPO script: reward hacking suspected (title, reason, step, whether the run stopped)",
-    "LOOP": "loop's scheduled HF job: the cycle's outcome (decision, reason, the promoted revision, cycles run and "
+    "LOOP": "loop cycle job (local or scheduled on HF): the cycle's outcome (decision, reason, the promoted revision, cycles run and "
             "the approval's spend, the schedule suspended)",
     "RLCHECK": "GRPO script (--rl-check): prompts, the ceiling, the starting model's groups, sizing, generation",
-    "LOOP": "loop cycle job: the cycle decided (sessions, candidate, paired scores, promote or keep and why)",
 }
 
 

@@ -64,6 +64,8 @@ KIND: dict[str, str] = {
     "sweep_plan": NONE, "sweep_status": NONE, "sweep_select": NONE, "sweep_report": NONE,
     "results_readme": NONE,  # writes the named markdown file's marked section, nothing else
     "grpo_prompts": NONE,  # writes prompt rows; runs no code
+    "loop_cycle": NONE, "loop_status": NONE,  # a cycle is a local job on this machine (scheduling one on HF is the
+    # paid CLI command `tunepack loop schedule`, quoted and approved like the others)
 }
 DESTRUCTIVE_WORDS = ("delete", "remove", "purge", "drop", "destroy", "wipe")
 
