@@ -76,7 +76,7 @@ def test_an_unevaluated_adapter_is_named_with_the_call_that_fills_it(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs, problem", [
-    ({}, "Name a sweep or at least one adapter"),
+    ({}, "Name a sweep, a loop or at least one adapter"),
     ({"adapters": ["x"], "readme_path": "notes.txt"}, "is not a markdown file"),
     ({"adapters": ["bad name!"]}, "is not an adapter reference"),
 ])
