@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
-import urllib.request
 
 import pytest
-from support.common import http_server, run_cli
+from support.common import http_server, mcp_post, run_cli
 
 CAP, IDLE_S = 3, 2.0
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -26,19 +24,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
 
 
 def post(url: str, body: str, session: str | None = None) -> tuple[int, dict, str]:
-    """POST ``body``; the status, the headers (lower-case) and the body (SSE: the data of its first event)."""
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if session:
-        headers |= {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
-    request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            status, head, text = reply.status, dict(reply.headers), reply.read().decode()
-    except urllib.error.HTTPError as reply:
-        status, head, text = reply.code, dict(reply.headers), reply.read().decode()
-    if text.startswith("event:") or "\ndata: " in text:
-        text = next(line[6:] for line in text.splitlines() if line.startswith("data: ") and line[6:].strip())
-    return status, {k.lower(): v for k, v in head.items()}, text
+    return mcp_post(url, body, session)
 
 
 @pytest.fixture

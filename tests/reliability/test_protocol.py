@@ -17,11 +17,9 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
-from support.common import REPO, http_server
+from support.common import REPO, http_server, mcp_post
 
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-11-25", "capabilities": {},
@@ -198,19 +196,7 @@ def http():
 
 
 def post(url: str, body: str, session: str | None = None) -> tuple[int, dict, str]:
-    """POST ``body``; the status, the headers and the body (SSE: the data of its first event)."""
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
-    if session:
-        headers |= {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
-    request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=ANSWER_S) as reply:
-            status, head, text = reply.status, dict(reply.headers), reply.read().decode()
-    except urllib.error.HTTPError as reply:
-        status, head, text = reply.code, dict(reply.headers), reply.read().decode()
-    if text.startswith("event:") or "\ndata: " in text:
-        text = next(line[6:] for line in text.splitlines() if line.startswith("data: ") and line[6:].strip())
-    return status, {k.lower(): v for k, v in head.items()}, text
+    return mcp_post(url, body, session, timeout=ANSWER_S)
 
 
 def test_over_http_an_invalid_envelope_is_invalid_request_in_one_line(http):

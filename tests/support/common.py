@@ -61,3 +61,24 @@ def http_server(*flags: str, env: dict | None = None):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def mcp_post(url: str, body: str, session: str | None = None, timeout: float = 30.0) -> tuple[int, dict, str]:
+    """POST ``body`` to an MCP HTTP endpoint: the status, the headers (lower-case) and the body (SSE: the data of
+    its first event)."""
+    import urllib.error
+    import urllib.request
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if session:
+        headers |= {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+    request = urllib.request.Request(url, data=body.encode(), headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            status, head, text = reply.status, dict(reply.headers), reply.read().decode()
+    except urllib.error.HTTPError as reply:
+        status, head, text = reply.code, dict(reply.headers), reply.read().decode()
+    if text.startswith("event:") or "\ndata: " in text:
+        text = next(line[6:] for line in text.splitlines() if line.startswith("data: ") and line[6:].strip())
+    return status, {k.lower(): v for k, v in head.items()}, text
+
