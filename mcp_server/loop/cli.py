@@ -111,7 +111,7 @@ def run_schedule(args) -> None:
 
 
 def run_sync(args) -> None:
-    from .remote import sync_loop
+    from .sync import sync_loop
 
     done = sync_loop(args.name, args.state_repo)
     if args.json:
