@@ -111,6 +111,18 @@ def test_the_loop_promotes_only_a_better_adapter_and_resumes_after_a_crash(tmp_p
     assert "promote: better on the held-out rows" in table[0] and "keep: the gain is not significant" in table[1]
     assert "keep: retention dropped past the margin" in table[2]
 
+    from mcp_server.tracking.store import TrackioStore
+
+    store = TrackioStore()  # a Trackio group per cycle: its training run and its decision run
+    for cycle in state["cycles"]:
+        group = f"{name}-cycle-{cycle['number']}"
+        assert store.config("loop-twin", group)["_Group"] == group
+        decision = store.config("loop-twin", f"{group}-decision")
+        assert decision["_Group"] == group and decision["decision"] == cycle["decision"]
+        logged = store.history("loop-twin", f"{group}-decision")[-1].values
+        assert logged["loop/promoted"] == (1.0 if cycle["decision"] == "promote" else 0.0)
+        assert logged["loop/heldout_gain"] == pytest.approx(cycle["scores"]["heldout"]["gain"])
+
 
 def test_the_promotion_rule_in_words_and_numbers():
     from mcp_server.loop.decide import decide, paired

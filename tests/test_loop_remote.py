@@ -8,7 +8,8 @@ huggingface_hub's HfApi as the scheduler would fire it:
    job's machine, paired scores, a promotion): the adapter repo gets the adapter and the tag `current`, the state
    file records the cycle, and, its one approved cycle run, the job suspends its schedule;
 3. triggered again, the job refuses to train past its bound (a TUNEPACK_ERROR line, nothing pushed);
-4. `tunepack loop sync` records the promoted adapter in the local registry (once), `tunepack registry list` shows it.
+4. `tunepack loop sync` records the promoted adapter in the local registry (once), `tunepack registry list` shows it;
+   the `loop_sync` tool, called after it, finds it there.
 """
 
 from __future__ import annotations
@@ -110,8 +111,14 @@ def test_a_scheduled_loop_runs_a_cycle_refuses_past_its_bound_and_its_promotion_
     assert json.loads(synced.stdout)["registered"] == f"{name}@v1"
     versions = json.loads(run_cli("registry", "list", name, "--json").stdout)
     assert [(v["version"], v["hub_repo"], v["hub_commit"]) for v in versions] == [(1, f"alice/{name}", tagged)]
-    again = json.loads(run_cli("loop", "sync", name, "--json").stdout)
+    from test_server import ok, session
+
+    async def sync_as_a_tool(mcp):  # an agent's way in, on the same state: nothing registered twice
+        return ok(await mcp.call_tool("loop_sync", {"name": name}))
+
+    again = session(sync_as_a_tool, extra=("--toolsets", "core,loop"))
     assert again["already"] is True and again["registered"] == f"{name}@v1"
+    assert again["cycles_run"] == 1 and again["current"]["commit"] == tagged and again["suspended"]
     assert len(json.loads(run_cli("registry", "list", name, "--json").stdout)) == 1
 
 
@@ -152,3 +159,38 @@ def test_a_scheduled_loop_reads_its_sessions_from_the_hub(tmp_path):
     assert spec.sources[0] == "hf://datasets/alice/s@main"  # a Hub reference is not made a path
     with pytest.raises(LoopError, match="a scheduled job cannot reach it"):
         check_remote_spec(spec)
+
+
+def test_loop_schedule_asks_a_human_for_its_whole_bound(hub, tmp_path):
+    """An agent's way in, from a client that can ask: the question names every cycle together (max_cycles x one
+    cycle's worst case), a no creates nothing, a yes creates the state repo and the schedule, charged the bound."""
+    import mcp_types as t
+    from test_server import ok, session, text
+
+    retention_set(tmp_path)
+    train_config(tmp_path / "train.yaml")
+    # the config's data.path ('sessions') is not on this machine: the loop's sources are on the Hub
+    name = f"asked-{uuid.uuid4().hex[:6]}"
+    spec = tmp_path / "loop.yaml"
+    spec.write_text(yaml.safe_dump({"name": name, "config": "train.yaml", "sources": [f"hf://datasets/{SESSIONS}"],
+                                    "max_cycles": 3, "retention": {"path": "general.jsonl"}}))
+    asked = []
+
+    def answer(action):
+        async def callback(context, request):
+            asked.append(request.message)
+            return t.ElicitResult(action=action, content={"approve": True} if action == "accept" else None)
+        return callback
+
+    call = {"spec_path": str(spec), "flavor": "a10g-small", "timeout_s": 1800, "schedule": "@daily"}
+    declined = session(lambda c: c.call_tool("loop_schedule", call), elicit=answer("decline"),
+                       extra=("--toolsets", "core,loop"))
+    assert declined.is_error and "The human declined" in text(declined), text(declined)
+    assert not hub.state.schedules and f"alice/{name}-loop" not in hub.state.repos
+    accepted = ok(session(lambda c: c.call_tool("loop_schedule", call), elicit=answer("accept"),
+                          extra=("--toolsets", "core,loop")))
+    assert f"'{name}'" in asked[0] and "at most 3 cycle(s) and $1.50 in all" in asked[0], asked[0]
+    assert accepted["status"] == "submitted" and accepted["decision"]["via"] == "elicitation"
+    assert (accepted["bound_usd"], accepted["per_cycle_usd"], accepted["max_cycles"]) == (1.5, 0.5, 3)
+    assert accepted["state_repo"] == f"alice/{name}-loop" and f"loop_sync('{name}')" in accepted["next_step"]
+    assert [s["schedule"] for s in hub.state.schedules.values()] == ["@daily"]

@@ -123,6 +123,9 @@ class TrackingSection(Section):
     run_name: str | None = Field(
         None, description="Trackio run name (default: model, rank and learning rate plus a timestamp)."
     )
+    group: str | None = Field(None, min_length=1, max_length=120,
+                              description="Trackio group of the run: runs shown and compared together (a loop sets "
+                                          "NAME-cycle-N; default: distillation its mode, else none).")
     space_id: str | None = Field(None, description="Optional Trackio Space (namespace/name) to sync to.")
     private: bool = Field(True, description="Create the Space private.")
     server_url: str | None = Field(

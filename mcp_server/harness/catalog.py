@@ -26,7 +26,8 @@ INSTRUCTIONS = "agents.md"
 
 # Tools that start jobs (which may cost money) or publish (traces_push uploads the user's own sessions off the
 # machine): every harness asks the human before each call.
-SPENDING = ("pipeline_run", "jobs_submit", "eval_start", "registry_publish", "sweep_submit", "traces_push")
+SPENDING = ("pipeline_run", "jobs_submit", "eval_start", "registry_publish", "sweep_submit", "traces_push",
+            "loop_schedule")
 # The same for tunepack's own shell commands: every command that takes --yes (it can start a paid job, upload to
 # the Hub or raise the budget), `approve` (it approves a quote) and `serve` (the agent would be the client of a
 # server it started, answering its approval prompts itself). Each harness asks before running `tunepack <command> …`:

@@ -22,7 +22,7 @@ TOOLSETS: dict[str, tuple[str, ...]] = {
     "ledger": ("ledger_list", "ledger_propose", "ledger_claim", "ledger_record", "ledger_report"),
     "research": ("research_models", "research_datasets", "research_papers", "research_paper"),
     "ladder": ("eval_ladder",),
-    "loop": ("loop_cycle", "loop_status"),
+    "loop": ("loop_cycle", "loop_status", "loop_schedule", "loop_sync"),
 }
 DEFAULT = ("core",)
 ALL = tuple(TOOLSETS)

@@ -18,17 +18,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 from .. import settings
-from ..config import TrainConfig, load_config
+from ..config import TrainConfig
 from ..errors import LoopError
 from ..jobs import get_backend
 from ..registry import LocalRegistry
 from ..train.data import read_local_rows
 from .decide import decide, mean, paired
 from .sessions import Group, collect, write_rows
-from .spec import LoopSpec
+from .spec import LoopSpec, load_loop_config
 from .state import Cycle, LoopState, locked, loop_dir, read_state, write_state
 
 
@@ -108,13 +109,14 @@ def _assert_unfrozen(state: LoopState, train: list[Group]) -> None:
 
 def _config(spec: LoopSpec, cycle: Cycle) -> TrainConfig:
     """The loop's training config for this cycle: its rows, its starting adapter, the loop's registry name."""
-    raw = load_config(spec.config).model_dump(mode="json", exclude_none=True)
+    raw = load_loop_config(spec).model_dump(mode="json", exclude_none=True)
     raw["data"] = {**raw["data"], "path": [cycle.rows_path]}
     for key in ("hub_id", "eval_fraction", "eval_split", "traces"):
         raw["data"].pop(key, None)
     raw["model"] = {**raw["model"], "adapter": cycle.from_adapter}
     raw["output"] = {**raw.get("output", {}), "name": spec.name}
-    raw["tracking"] = {**raw.get("tracking", {}), "run_name": f"{spec.name}-cycle-{cycle.number}"}
+    raw["tracking"] = {**raw.get("tracking", {}), "run_name": f"{spec.name}-cycle-{cycle.number}",
+                       "group": cycle_group(spec, cycle)}
     return TrainConfig.model_validate(raw)
 
 
@@ -180,6 +182,35 @@ def _decide(spec: LoopSpec, state: LoopState, cycle: Cycle) -> None:
         state.current = cycle.candidate
     state.pending_recent = list(cycle.recent)
     _save(state, cycle, "decided")
+    try:
+        _track(spec, cycle)
+    except Exception as exc:  # noqa: BLE001 - the decision stands; only its Trackio copy is missing
+        print(f"tunepack loop: cycle {cycle.number}'s decision was not recorded in Trackio: {exc}", file=sys.stderr)
+
+
+def cycle_group(spec: LoopSpec, cycle: Cycle) -> str:
+    """The Trackio group of one cycle: its training run and its decision run."""
+    return f"{spec.name}-cycle-{cycle.number}"
+
+
+def _track(spec: LoopSpec, cycle: Cycle) -> None:
+    """The decision as a Trackio run in the cycle's group, beside its training run: the paired gains, retention
+    and 1 = promoted. A re-run after a crash writes the same run again (resume)."""
+    from ..tracking.writer import finish, log, start_run
+
+    project = load_loop_config(spec).tracking.project
+    run = f"{cycle_group(spec, cycle)}-decision"
+    s = cycle.scores
+    metrics = {f"loop/{part}_gain": s[part]["gain"] for part in ("heldout", "frozen", "recent") if s[part]["n"]}
+    metrics |= {f"loop/{part}_n": s[part]["n"] for part in ("heldout", "frozen", "recent")}
+    metrics |= {f"loop/retention_{who}": s["retention"][who] for who in ("current", "candidate")
+                if s["retention"][who] is not None}
+    metrics["loop/promoted"] = 1.0 if cycle.decision == "promote" else 0.0
+    start_run(project, run, config={"loop": spec.name, "cycle": cycle.number, "candidate": cycle.candidate,
+                                    "current": s["current"], "decision": cycle.decision, "reason": cycle.reason},
+              group=cycle_group(spec, cycle))
+    log(project, run, metrics, step=cycle.number)
+    finish(project, run)
 
 
 def cycle_rows(spec: LoopSpec, number: int) -> list[dict]:

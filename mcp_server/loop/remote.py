@@ -44,7 +44,7 @@ from ..config import load_config
 from ..errors import LoopError
 from ..jobs import JobInfo, estimate
 from ..staging import write_text_atomically
-from .spec import LoopSpec, load_spec
+from .spec import LoopSpec, load_loop_config, load_spec
 from .state import loop_dir
 
 STATE_FILE = "loop_state.json"
@@ -233,7 +233,7 @@ def _spec_files(spec: LoopSpec) -> dict[str, bytes]:
     raw.update(config="train.yaml", retention={**raw["retention"], "path": "retention.jsonl"})
     config = read_yaml(spec.config)
     data = {k: v for k, v in (config.get("data") or {}).items() if k not in ("path", "hub_id", "revision")}
-    config["data"] = {**data, "format": load_config(spec.config).data.format, "path": ["retention.jsonl"]}
+    config["data"] = {**data, "format": load_loop_config(spec).data.format, "path": ["retention.jsonl"]}
     head = "# tunepack loop: data.path is replaced by each cycle's rows (it names the retention set only to load)\n"
     return {"spec/loop.yaml": yaml.safe_dump(raw, sort_keys=False).encode(),
             "spec/train.yaml": (head + yaml.safe_dump(config, sort_keys=False)).encode(),
@@ -272,7 +272,7 @@ def schedule_loop(path: str | Path, *, flavor: str, timeout_s: int, schedule: st
     """Quote the schedule's whole bound, pass the gate, then write the state repo and create the scheduled job."""
     spec = load_spec(path)
     check_remote_spec(spec)
-    cfg = load_config(spec.config)
+    cfg = load_loop_config(spec)
     one = estimate("hf", flavor, timeout_s)
     bound = round(max_spend_usd if max_spend_usd is not None else one.worst_case_usd * spec.max_cycles, 4)
     if bound + 1e-9 < one.worst_case_usd:

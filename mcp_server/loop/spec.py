@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from ..config import TrainConfig
 from ..config.section import Section
 from ..errors import ConfigError
 
@@ -99,3 +100,23 @@ def load_spec(path: str | Path) -> LoopSpec:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'spec'}: {e['msg']}" for e in exc.errors()[:5])
         raise ConfigError(f"The loop spec {path} is invalid: {problems}.", "edit the keys named above.") from None
     return spec.resolved(source.resolve().parent)
+
+
+def load_loop_config(spec: LoopSpec) -> TrainConfig:
+    """The loop's training config. Its data.path is the loop's (each cycle puts its own rows there), so a path
+    that does not exist here (a loop whose sessions are on the Hub) is not an error: the config then loads with
+    the retention set in its place, read as converted sessions (data.format traces, unless the config names one)."""
+    from ..config.load import load_config, parse_config, read_yaml, resolve_config
+    from ..errors import DataError
+
+    try:
+        return load_config(spec.config)
+    except DataError:  # its data.path is missing or empty here: the loop fills it
+        pass
+    raw = read_yaml(spec.config)
+    data = raw.get("data") if isinstance(raw, dict) else None
+    base = Path(spec.config).parent
+    kept = {k: v for k, v in (data or {}).items() if k not in ("path", "hub_id", "revision", "split")}
+    fmt = kept.get("format") if kept.get("format") not in (None, "auto") else "traces"
+    raw = {**raw, "data": {**kept, "format": fmt, "path": [spec.retention.path]}}
+    return resolve_config(parse_config(raw, source=f"Config '{spec.config}'"), base_dir=base)

@@ -40,12 +40,12 @@ def _check(project: str, run: str) -> None:
                             "finish the runs you are done with (tracking_finish) before opening another.")
 
 
-def start_run(project: str, run: str, config: dict | None = None) -> None:
+def start_run(project: str, run: str, config: dict | None = None, group: str | None = None) -> None:
     _check(project, run)
     trackio = _trackio()
     try:
         with contextlib.redirect_stdout(sys.stderr):
-            handle = trackio.init(project=project, name=run, config=config or {}, resume="allow")
+            handle = trackio.init(project=project, name=run, group=group, config=config or {}, resume="allow")
     except ValueError as exc:  # e.g. a config key Trackio reserves ('_…')
         raise TrackingError(f"Trackio refused to open run '{run}': {exc}",
                             "rename the config keys it names (keys starting with '_' are Trackio's own).") from None
@@ -68,3 +68,6 @@ def finish(project: str, run: str) -> None:
                             "nothing to finish; list open runs with tracking_runs.")
     with contextlib.redirect_stdout(sys.stderr):
         handle.finish()
+    current = _trackio().context_vars.current_run
+    if current.get() is handle:  # else trackio's exit hook finishes it again, printing to stdout (the MCP stream)
+        current.set(None)

@@ -95,6 +95,7 @@ def render(cfg: TrainConfig, parts: ScriptParts, *, model_path: str | None = Non
         "traces": traces,
         **parts.info,
     }
+    group = group or cfg.tracking.group
     if group:
         info["trackio_group"] = group
     if parts.kit:

@@ -41,6 +41,7 @@ SPENDS, PUBLISHES, DELETES, NONE = "spends", "publishes", "deletes", "none"
 KIND: dict[str, str] = {
     # start jobs, which cost money on a non-CPU flavor
     "pipeline_run": SPENDS, "jobs_submit": SPENDS, "eval_start": SPENDS, "sweep_submit": SPENDS,
+    "loop_schedule": SPENDS,  # a scheduled HF job: its approval bounds every cycle's spend together
     # make something public
     "registry_publish": PUBLISHES, "traces_push": PUBLISHES,
     # nothing deletes: the registry never overwrites a version, jobs and sweeps are canceled (their records, logs
@@ -64,8 +65,8 @@ KIND: dict[str, str] = {
     "sweep_plan": NONE, "sweep_status": NONE, "sweep_select": NONE, "sweep_report": NONE,
     "results_readme": NONE,  # writes the named markdown file's marked section, nothing else
     "grpo_prompts": NONE,  # writes prompt rows; runs no code
-    "loop_cycle": NONE, "loop_status": NONE,  # a cycle is a local job on this machine (scheduling one on HF is the
-    # paid CLI command `tunepack loop schedule`, quoted and approved like the others)
+    "loop_cycle": NONE, "loop_status": NONE,  # a cycle is a local job on this machine
+    "loop_sync": NONE,  # reads the loop's Hub state; downloads its promoted adapter into the local registry
 }
 DESTRUCTIVE_WORDS = ("delete", "remove", "purge", "drop", "destroy", "wipe")
 
@@ -77,6 +78,7 @@ CLI_TWINS: dict[str, str] = {
     "registry_publish": "tunepack registry publish NAME --repo R --public",
     "sweep_submit": "tunepack sweep submit SPEC --yes",
     "traces_push": "tunepack traces push PATHS --repo R --public",
+    "loop_schedule": "tunepack loop schedule SPEC --flavor F --timeout T --yes",
 }
 PROJECT, SWEEP_PROJECT, SWEEP_LIMIT = "gate-jobs", "gate-sweep", 1.0
 
@@ -131,6 +133,20 @@ def _sweep_spec(data: Path, name: str, grid: list[int], project: str = SWEEP_PRO
             "max_concurrent": 2, "canary": {"enabled": False}, "grid": {"lora.r": grid}}
 
 
+def _loop_spec(root: Path, key: str, name: str, max_cycles: int) -> Path:
+    """A loop spec reading sessions from a Hub dataset, with its training config and retention rows beside it."""
+    folder = root / key
+    folder.mkdir()
+    write_jsonl(folder / "general.jsonl", [{"messages": short_conversation(i)} for i in range(2)])
+    (folder / "train.yaml").write_text(json.dumps({"model": {"name": "Qwen/Qwen3-0.6B"},
+                                                   "data": {"path": str(folder / "general.jsonl")},
+                                                   "tracking": {"project": "gate-loop"}, "output": {"name": name}}))
+    (folder / "loop.yaml").write_text(json.dumps({
+        "name": name, "config": "train.yaml", "sources": ["hf://datasets/alice/gate-sessions"], "frozen_sessions": 2,
+        "min_new_sessions": 3, "max_cycles": max_cycles, "retention": {"path": "general.jsonl", "margin": 0.05}}))
+    return folder / "loop.yaml"
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     """Its own tunepack home and Hub stand-in, configs, scripts, adapters and sweep specs."""
@@ -179,6 +195,9 @@ def world(tmp_path_factory):
                           "sweep_cli": _sweep_spec(data, "gate-cli", [4, 8], project="gate-sweep-cli")}.items():
             f[key] = root / f"{key}.json"  # JSON is YAML
             f[key].write_text(json.dumps(spec))
+        for key, (name, cycles) in {"loop": ("gate-loop", 2), "loop_other": ("gate-loop-b", 2),
+                                    "loop_edit": ("gate-loop", 3), "loop_cli": ("gate-loop-cli", 2)}.items():
+            f[key] = _loop_spec(root, key, name, cycles)
         Budget().set_limit(SWEEP_PROJECT, SWEEP_LIMIT)
         yield w
         _cancel_sweeps()
@@ -245,6 +264,13 @@ CASES = [
         Variant("name", {"name": "gate-pub-b"}),
         Variant("version", {"version": 2}),
         Variant("repo_id", {"repo_id": "alice/elsewhere"})], status="published"),
+    Gate("loop_schedule", {"spec_path": "{loop}", "flavor": "a10g-small", "timeout_s": 1800}, [
+        Variant("spec_path", {"spec_path": "{loop_other}"}),
+        Variant("spec file edited in place", edit=("loop", "loop_edit")),
+        Variant("flavor", {"flavor": "a10g-large"}),
+        Variant("timeout_s", {"timeout_s": 3600}),
+        Variant("schedule", {"schedule": "@daily"}),
+        Variant("max_spend_usd", {"max_spend_usd": 0.75})], status="submitted"),
     Gate("sweep_submit", {"spec_path": "{sweep}"}, [
         Variant("spec_path", {"spec_path": "{sweep_other}"}),
         Variant("spec file edited in place", edit=("sweep", "sweep_edit")),
@@ -464,6 +490,9 @@ def test_cli_twins_hold_the_budget_and_the_explicit_flags(world):
                                    "Budget refused"),
         "push without --public": ("traces_push", ["traces", "push", str(f["sessions_cli"]), "--repo",
                                                   "alice/gate-cli-traces"], 0, ""),
+        "paid loop schedule without a terminal": ("loop_schedule", ["loop", "schedule", str(f["loop_cli"]),
+                                                                    "--flavor", "a10g-small", "--timeout", "1800"],
+                                                  1, "No terminal"),
     }
     assert {twin for twin, *_ in cases.values()} == set(CLI_TWINS)
     running = {case: _cli(*command) for case, (_, command, _, _) in cases.items()}
