@@ -13,11 +13,12 @@ and no cycle's training rows hold a frozen session (by key and by content hash).
 from __future__ import annotations
 
 import json
+import os
 import uuid
 
 import pytest
 import yaml
-from support.common import run_cli
+from support.common import REPO, run_cli
 from support.loop import arrive as _arrive
 from support.loop import retention_set as _retention_set
 from support.loop import train_config as _config
@@ -156,7 +157,8 @@ def test_loop_cycle_as_a_tool_says_how_many_new_sessions_it_needs(tmp_path):
                                     "retention": {"path": "general.jsonl"}}))
 
     async def run(client):
-        started = ok(await client.call_tool("loop_cycle", {"spec_path": str(spec)}))
+        relative = os.path.relpath(spec, REPO)  # as an agent names it: from the server's folder; the job runs elsewhere
+        started = ok(await client.call_tool("loop_cycle", {"spec_path": relative}))
         assert started["next_step"].startswith(f"jobs_wait('{started['job']['id']}')")
         done = await client.call_tool("jobs_wait", {"job_id": started["job"]["id"], "timeout_s": 120})
         status = ok(await client.call_tool("loop_status", {"name": name}))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.elicitation import ElicitationResult
@@ -40,7 +41,8 @@ def loop_cycle(spec_path: LoopSpecPath) -> LoopStarted:
     from ..loop import load_spec
 
     spec = load_spec(spec_path)  # a spec that does not load is refused now, before a job starts
-    job = get_backend("local").submit(JobSpec(module="mcp_server.loop.job", args=[spec_path], name=f"loop-{spec.name}",
+    where = str(Path(spec_path).expanduser().resolve())  # the job runs in its own folder: a relative path would miss
+    job = get_backend("local").submit(JobSpec(module="mcp_server.loop.job", args=[where], name=f"loop-{spec.name}",
                                               labels={"loop": spec.name, "stage": "loop", "slot": "none"}))
     return LoopStarted(job=job, next_step=f"jobs_wait('{job.id}'): its TUNEPACK_LOOP line is the decision (or its "
                                           f"TUNEPACK_ERROR why no cycle ran); then loop_status('{spec.name}')")
