@@ -174,6 +174,7 @@ def test_loop_schedule_asks_a_human_for_its_whole_bound(hub, tmp_path):
     spec = tmp_path / "loop.yaml"
     spec.write_text(yaml.safe_dump({"name": name, "config": "train.yaml", "sources": [f"hf://datasets/{SESSIONS}"],
                                     "max_cycles": 3, "retention": {"path": "general.jsonl"}}))
+    call = {"spec_path": str(spec), "flavor": "a10g-small", "timeout_s": 1800, "schedule": "@daily"}
     asked = []
 
     def answer(action):
@@ -182,7 +183,12 @@ def test_loop_schedule_asks_a_human_for_its_whole_bound(hub, tmp_path):
             return t.ElicitResult(action=action, content={"approve": True} if action == "accept" else None)
         return callback
 
-    call = {"spec_path": str(spec), "flavor": "a10g-small", "timeout_s": 1800, "schedule": "@daily"}
+    missing = session(lambda c: c.call_tool("loop_schedule", call), elicit=answer("accept"),
+                      extra=("--toolsets", "core,loop"))  # the sessions are not pushed yet: refused before a quote
+    assert missing.is_error and f"source hf://datasets/{SESSIONS} cannot be read" in text(missing), text(missing)
+    assert not asked and not hub.state.schedules
+    arrive(tmp_path / "sessions-pushed", 0, 2)
+    seed_folder(hub, SESSIONS, tmp_path / "sessions-pushed", "dataset")
     declined = session(lambda c: c.call_tool("loop_schedule", call), elicit=answer("decline"),
                        extra=("--toolsets", "core,loop"))
     assert declined.is_error and "The human declined" in text(declined), text(declined)
@@ -193,4 +199,5 @@ def test_loop_schedule_asks_a_human_for_its_whole_bound(hub, tmp_path):
     assert accepted["status"] == "submitted" and accepted["decision"]["via"] == "elicitation"
     assert (accepted["bound_usd"], accepted["per_cycle_usd"], accepted["max_cycles"]) == (1.5, 0.5, 3)
     assert accepted["state_repo"] == f"alice/{name}-loop" and f"loop_sync('{name}')" in accepted["next_step"]
+    assert accepted["uploads"] == ["spec/loop.yaml", "spec/retention.jsonl", "spec/train.yaml"]
     assert [s["schedule"] for s in hub.state.schedules.values()] == ["@daily"]

@@ -111,6 +111,8 @@ class ScheduledLoop(BaseModel):
     per_cycle_usd: float
     bound_usd: float
     max_cycles: int
+    uploads: list[str] = Field(default_factory=list, description="What travels to the state repo from here: the "
+                                                                 "spec, its training config and its retention set")
     command: list[str] = Field(default_factory=list)
 
 
@@ -184,8 +186,9 @@ def check_remote_spec(spec: LoopSpec) -> None:
     if local:
         raise LoopError(f"A loop on HF Jobs reads its sessions from the Hub, and {', '.join(local[:3])} "
                         f"{'is' if len(local) == 1 else 'are'} on this machine: a scheduled job cannot reach it.",
-                        "push the sessions to a private dataset repo (`tunepack traces push`) and list it in "
-                        "sources as hf://datasets/NAMESPACE/NAME.")
+                        "push the sessions to a private dataset repo (the traces_push tool, toolset data, or "
+                        "`tunepack traces push FOLDER --repo NAMESPACE/NAME`: private unless --public; try --dry-run "
+                        "first) and list it in sources as hf://datasets/NAMESPACE/NAME.")
     if spec.state_repo and not REPO_ID.match(spec.state_repo):
         raise LoopError(f"state_repo '{spec.state_repo}' is not a repo id.", "write it as NAMESPACE/NAME.")
 
@@ -282,6 +285,7 @@ def schedule_loop(path: str | Path, *, flavor: str, timeout_s: int, schedule: st
     from ..hf_auth import permissions
 
     who = permissions()
+    check_sources_exist(spec)
     state_repo = spec.state_repo or f"{who.user}/{spec.name}-loop"
     adapter_repo = f"{who.user}/{spec.name}"
     files, code = _spec_files(spec), _code_files()
@@ -302,11 +306,29 @@ def schedule_loop(path: str | Path, *, flavor: str, timeout_s: int, schedule: st
                        labels=_labels(spec, approval), created_at=time.time(), flavor=one.flavor)
 
     outcome = spend("loop_schedule", arguments, cost, cfg.tracking.project, submit, consent or Consent())
-    done = ScheduledLoop(spend=outcome, per_cycle_usd=one.worst_case_usd, bound_usd=bound, max_cycles=spec.max_cycles)
+    done = ScheduledLoop(spend=outcome, per_cycle_usd=one.worst_case_usd, bound_usd=bound, max_cycles=spec.max_cycles,
+                         state_repo=state_repo, adapter_repo=adapter_repo, uploads=sorted(files))
     if made:
-        done = done.model_copy(update={"state_repo": state_repo, "adapter_repo": adapter_repo,
-                                       "schedule_id": made[0][0], "command": made[0][1]})
+        done = done.model_copy(update={"schedule_id": made[0][0], "command": made[0][1]})
     return done
+
+
+def check_sources_exist(spec: LoopSpec) -> None:
+    """Every Hub source exists and holds files, before anything is quoted: a schedule whose every run would find
+    no sessions is refused now."""
+    api = hf_auth.api()
+    for source in spec.sources:
+        repo, _, revision = source.removeprefix("hf://datasets/").partition("@")
+        try:
+            files = api.list_repo_files(repo, repo_type="dataset", revision=revision or None)
+        except Exception as exc:  # noqa: BLE001
+            why = hf_auth.http_error(exc, action="Listing its files", repo_id=repo).problem
+            raise LoopError(f"The loop's source {source} cannot be read: {why}",
+                            "push the sessions there first (the traces_push tool, or `tunepack traces push FOLDER "
+                            f"--repo {repo}`), or fix the name in sources.") from None
+        if not [f for f in files if f.endswith((".jsonl", ".json", ".parquet"))]:
+            raise LoopError(f"The loop's source {source} holds no session files (.jsonl/.json/.parquet).",
+                            f"push the sessions there first (`tunepack traces push FOLDER --repo {repo}`).")
 
 
 def _labels(spec: LoopSpec, approval: Approval) -> dict[str, str]:

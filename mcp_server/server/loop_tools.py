@@ -74,8 +74,11 @@ def ask_to_schedule(ctx: Context, spec_path: LoopSpecPath, flavor: ScheduleFlavo
         return None
     try:
         from ..loop import load_spec
+        from ..loop.remote import check_remote_spec, check_sources_exist
 
         spec = load_spec(spec_path)
+        check_remote_spec(spec)
+        check_sources_exist(spec)  # nobody is asked to approve a schedule whose runs would find no sessions
         one = estimate("hf", flavor, timeout_s)
     except TunepackError:
         return None  # the tool body reports the real error
@@ -89,12 +92,15 @@ ScheduleApproval = Annotated[ElicitationResult[Approval], Resolve(ask_to_schedul
 
 
 class LoopScheduled(SpendResult):
-    state_repo: str | None = Field(None, description="The Hub repo holding the loop's state, counters and spend.")
+    state_repo: str | None = Field(None, description="The private Hub repo that holds (or would hold) the loop's "
+                                                     "state, counters and spend.")
     adapter_repo: str | None = Field(None, description="Where promoted adapters go (tag `current`).")
     schedule_id: str | None = None
     per_cycle_usd: float
     bound_usd: float = Field(description="The approved bound of all its cycles together.")
-    max_cycles: int
+    max_cycles: int = Field(description="The cycles approved (the quote's cost.replicas counts them).")
+    uploads: list[str] = Field(default_factory=list, description="Files that go to the state repo from here: the "
+                                                                 "spec, its training config, its retention set.")
 
 
 @guarded
@@ -114,7 +120,7 @@ def loop_schedule(ctx: Context, spec_path: LoopSpecPath, approval: ScheduleAppro
         "brings a promoted adapter into the registry") if done.spend.job else None)
     return LoopScheduled(**base.model_dump(), state_repo=done.state_repo, adapter_repo=done.adapter_repo,
                          schedule_id=done.schedule_id, per_cycle_usd=done.per_cycle_usd, bound_usd=done.bound_usd,
-                         max_cycles=done.max_cycles)
+                         max_cycles=done.max_cycles, uploads=done.uploads)
 
 
 class LoopSynced(BaseModel):

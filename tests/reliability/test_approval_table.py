@@ -195,6 +195,9 @@ def world(tmp_path_factory):
                           "sweep_cli": _sweep_spec(data, "gate-cli", [4, 8], project="gate-sweep-cli")}.items():
             f[key] = root / f"{key}.json"  # JSON is YAML
             f[key].write_text(json.dumps(spec))
+        from support.remote import seed_folder
+
+        seed_folder(hub, "alice/gate-sessions", f["sessions"], "dataset")  # the loops' sessions, on the Hub
         for key, (name, cycles) in {"loop": ("gate-loop", 2), "loop_other": ("gate-loop-b", 2),
                                     "loop_edit": ("gate-loop", 3), "loop_cli": ("gate-loop-cli", 2)}.items():
             f[key] = _loop_spec(root, key, name, cycles)
