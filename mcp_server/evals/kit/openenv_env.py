@@ -198,9 +198,10 @@ class OpenEnvSession:
             result = client.reset(**kwargs)
         except Exception as exc:
             self._close()
-            if "capacity" in str(exc).lower() or "max_sessions" in str(exc).lower():
+            text = str(exc).lower()
+            if "capacity" in text or "max_sessions" in text or type(exc).__name__.startswith("ConnectionClosed"):
                 self._count("capacity_errors")
-                raise OpenEnvError(f"The OpenEnv server refused a session: {exc}",
+                raise OpenEnvError(f"The OpenEnv server refused or dropped a session (at capacity?): {exc}",
                                    "lower per_device_train_batch_size x gradient_accumulation_steps to the server's "
                                    "max_concurrent_envs (environment.max_sessions).") from None
             raise
@@ -273,11 +274,11 @@ def session_class(base_url: str, tool: str = "act", budget: int = 8, timeout_s: 
         "lock": threading.Lock(), "live": set(), tool: _tool_function(tool, props, required, description)})
 
 
-def close_all(env_class: type) -> None:
+def close_all(env_class: type[OpenEnvSession]) -> None:
     """Close every session still open (a run that stopped mid-batch)."""
     for env in list(env_class.live):
         env._close()
 
 
-def tool_names(env_class: type) -> list[str]:
+def tool_names(env_class: type[OpenEnvSession]) -> list[str]:
     return [env_class.tool]
