@@ -293,6 +293,14 @@ def resolve_config(cfg: TrainConfig, base_dir: str | Path = ".") -> TrainConfig:
         cfg.model.name = _resolve_model_name(cfg.model.name, base)
     if cfg.teacher is not None:
         cfg.teacher.name = _resolve_teacher_name(cfg.teacher.name, base)
+    env = cfg.environment
+    if env is not None and env.name == "openenv" and env.env:
+        folder = _absolute(env.env_path or ".", base)
+        if not folder.is_dir():
+            raise ConfigError(f"environment.env_path is not a folder (looked at {folder}).",
+                              "give the folder that holds the environment's module (relative paths are read from the "
+                              "config file's folder).")
+        env.env_path = str(folder)
     if cfg.grpo.heldout_path:
         cfg.grpo.heldout_path = str(_existing(_absolute(cfg.grpo.heldout_path, base), "grpo.heldout_path"))
     cfg.grpo.reward_files = {name: str(_existing(_absolute(path, base), f"grpo.reward_files {name} '{path}'"))

@@ -52,22 +52,68 @@ class DistillSection(Section):
 
 
 class EnvironmentSection(Section):
-    """GRPO inside an environment tunepack ships (``environment: coding``): the model works on each task through
-    tools, in a sandboxed workspace per rollout, and the environment owns the reward."""
+    """GRPO inside an environment: tunepack's own (``environment: coding``) or an OpenEnv environment
+    (``environment: {name: openenv, env: module:Class}``). The model works on each task through tools, one session
+    per rollout, and the environment owns the reward."""
 
-    name: Literal["coding"] = Field("coding", description="coding = a problem in a live Python session: tools "
-                                    "run_python (state persists), write_file, read_file, run_tests (the visible "
-                                    "tests); reward = the hidden tests' pass rate, minus 0.2 when no code ever ran "
-                                    "and 0.1 when the rollout called tools past tool_budget.")
+    name: Literal["coding", "openenv"] = Field(
+        "coding", description="coding = a problem in a live Python session: tools run_python (state persists), "
+        "write_file, read_file, run_tests (the visible tests); reward = the hidden tests' pass rate, minus 0.2 when no "
+        "code ever ran and 0.1 when the rollout called tools past tool_budget. openenv = an OpenEnv environment "
+        "(openenv-core): its Action is the one tool (environment.tool), its observations are the tool results, its "
+        "reward is the rollout's reward.")
+    env: str | None = Field(None, description="openenv: the Environment subclass as 'module:Class' (found on "
+                            "env_path); tunepack starts it as a local server (loopback, its own process, no token in "
+                            "its environment) for the run's length. Its Action and Observation types are read from "
+                            "Environment[Action, Observation, State].")
+    env_path: str | None = Field(None, description="openenv: the folder put on the server's import path for env "
+                                 "(relative to the config's folder; default: the config's folder).")
+    base_url: str | None = Field(None, description="openenv: a running OpenEnv server instead of env (e.g. "
+                                 "http://127.0.0.1:8000, a Space's https://<owner>-<space>.hf.space, or a Docker "
+                                 "image you started with `docker run -p 8000:8000 IMAGE`); set max_sessions to the "
+                                 "server's max_concurrent_envs.")
+    max_sessions: int = Field(8, ge=1, le=1024, description="openenv: the server's maximum concurrent sessions "
+                              "(max_concurrent_envs; tunepack starts a local server with it). A run holds "
+                              "per_device_train_batch_size x gradient_accumulation_steps sessions at once, so a "
+                              "larger batch is refused before training.")
+    tool: str = Field("act", pattern=r"^[a-z][a-z0-9_]{0,39}$", description="openenv: the name of the one tool the "
+                      "model calls; its arguments are the Action's fields, its result the observation.")
     max_turns: int = Field(6, ge=1, le=32, description="Messages the model writes per rollout after tool results "
                            "(TRL's max_tool_calling_iterations); the loop also ends at max_completion_length.")
     tool_budget: int = Field(8, ge=1, le=64, description="Tool calls per rollout; calls beyond it return an error "
                              "and the rollout is penalised (runaway tool calls).")
-    timeout_s: float = Field(5.0, gt=0, le=120, description="Each program's time limit; a call past it returns an "
-                             "error result, is not kept, and the session continues.")
+    timeout_s: float = Field(5.0, gt=0, le=120, description="coding: each program's time limit; openenv: each "
+                             "step's reply. A call past it returns an error result and the session continues "
+                             "(coding) or the run stops with the reason (openenv).")
     save_rollouts: bool = Field(True, description="Write every rollout (training and held-out) as a Pi session with "
                                 "its reward and verdict (rollouts/ in the output folder): the Hub's trace viewer "
                                 "shows them and `tunepack traces convert --only-verified` turns them into SFT rows.")
+
+    @model_validator(mode="after")
+    def _source(self) -> "EnvironmentSection":
+        given = [k for k in ("env", "env_path", "base_url") if getattr(self, k)]
+        if self.name == "coding" and given:
+            raise ValueError(f"environment.{given[0]} applies to environment: openenv; remove it, or set name: openenv")
+        if self.name == "openenv":
+            if bool(self.env) == bool(self.base_url):
+                raise ValueError("environment: openenv needs exactly one of env ('module:Class' of an OpenEnv "
+                                 "Environment tunepack starts as a local server, e.g. env: count_env:CountEnvironment"
+                                 ") or base_url (a server already running: a local one, a Space's URL, or a Docker "
+                                 "image you started)")
+            if self.env and not re.match(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", self.env):
+                raise ValueError(f"environment.env '{self.env}' is not 'module:Class' (e.g. count_env:CountEnvironment"
+                                 ", the module found on environment.env_path)")
+            if self.base_url and not re.match(r"^(https?|wss?)://", self.base_url):
+                raise ValueError(f"environment.base_url '{self.base_url}' is no URL; give http(s)://HOST:PORT of a "
+                                 "running OpenEnv server")
+        return self
+
+
+def concurrent_sessions(cfg) -> int:
+    """Environment sessions a GRPO run holds at once: TRL generates a whole step's completions together
+    (per_device_train_batch_size x steps_per_generation, which is gradient_accumulation_steps here), one environment
+    instance per completion; num_generations is inside that count (a prompt's group is num_generations of them)."""
+    return cfg.training.per_device_train_batch_size * cfg.training.gradient_accumulation_steps
 
 
 class GrpoSection(Section):
@@ -229,16 +275,30 @@ def _grpo(cfg) -> None:
                          f"{2 * grpo.num_generations} (two)")
     if cfg.distributed.processes > 1:
         raise ValueError("GRPO runs in one process for now; set distributed.processes: 1")
+    if cfg.environment is not None and cfg.environment.name == "openenv":
+        _openenv_sizing(cfg)
     if cfg.environment is not None:
         if "rewards" not in grpo.model_fields_set:
             grpo.rewards = {}  # the environment owns the reward
         if grpo.rewards or grpo.reward_files or grpo.monitor not in ("auto", []):
-            raise ValueError(f"environment: {cfg.environment.name} owns the reward (the hidden tests, with its "
-                             "penalties); grpo.rewards, grpo.reward_files and grpo.monitor do not apply beside "
-                             "it yet: remove them")
+            raise ValueError(f"environment: {cfg.environment.name} owns the reward (coding: the hidden tests, with its "
+                             "penalties; openenv: the server's reward); grpo.rewards, grpo.reward_files and "
+                             "grpo.monitor do not apply beside it yet: remove them")
     if not grpo.rewards and cfg.environment is None:
         raise ValueError("no reward: name at least one in grpo.rewards (e.g. {format: 1.0}), or train inside an "
                          "environment (environment: coding)")
+
+
+def _openenv_sizing(cfg) -> None:
+    held, most = concurrent_sessions(cfg), cfg.environment.max_sessions
+    if held > most:
+        t = cfg.training
+        raise ValueError(f"this run holds {held} OpenEnv sessions at once (per_device_train_batch_size "
+                         f"{t.per_device_train_batch_size} x gradient_accumulation_steps "
+                         f"{t.gradient_accumulation_steps}: one session per completion of a step) but the server "
+                         f"allows environment.max_sessions {most}; lower the batch to at most {most} completions per "
+                         f"step, or raise max_sessions (the server's max_concurrent_envs; a server you started must "
+                         "allow as many)")
 
 
 METHOD_RULES = {"sft": (_no_teacher, _no_grpo), "distill": (_distill, _no_grpo), "grpo": (_no_teacher, _grpo)}

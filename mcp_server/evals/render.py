@@ -26,7 +26,7 @@ KIT_FILES = (
     "problems.py", "trials.py", "verdict.py", "offline.py", "tasks.py", "contamination.py", "intervals.py", "heldout.py", "shaping.py",
     "gemma_args.py", "toolcalls.py", "progress.py", "turndecode.py", "generate.py", "integrity.py", "nextaction.py",
     "bfcl_values.py", "bfcl_check.py", "bfcl.py", "scorenames.py", "toolruns.py", "runner.py", "testreward.py",
-    "toolreward.py", "coding_env.py", "agent_loop.py", "rollouts.py", "agent_task.py",
+    "toolreward.py", "coding_env.py", "openenv_env.py", "agent_loop.py", "rollouts.py", "agent_task.py",
 )
 TEMPLATE = "eval_job.py.j2"
 

@@ -38,9 +38,10 @@ def opening(row: dict, note: str) -> list[dict]:
     return [{"role": "user", "content": str(prompt) + note}]
 
 
-def call_tool(env: CodingEnv, name: str, arguments) -> str:
-    """A call as TRL's loop makes it: the method by name with the arguments as keywords; a failure is its text."""
-    if name not in TOOLS:
+def call_tool(env, name: str, arguments) -> str:
+    """A call as TRL's loop makes it: the method by name with the arguments as keywords; a failure is its text.
+    The tools: the coding environment's, or an OpenEnv session's one (``env.tool``)."""
+    if name not in (TOOLS if isinstance(env, CodingEnv) else (getattr(env, "tool", ""),)):
         return str({"error": f"Tool {name} not found."})
     method = getattr(env, name)
     try:
@@ -54,10 +55,11 @@ def call_tool(env: CodingEnv, name: str, arguments) -> str:
 
 def run_episodes(complete: Callable, rows: list[dict], family: str, max_turns: int = 6,
                  max_tokens: int = 512, count_tokens: Callable[[str], int] = len,
-                 env_class: type[CodingEnv] = CodingEnv) -> list[dict]:
+                 env_class: type = CodingEnv, tools: list[dict] | None = None) -> list[dict]:
     """One episode per row, batched turn by turn (every live episode writes its next message together);
-    ``env_class`` carries the sandbox, the tool budget and the time limit (class attributes)."""
-    tools = tool_schemas()
+    ``env_class`` carries the sandbox, the tool budget and the time limit (class attributes); ``tools``: its
+    schemas when it is not the coding environment."""
+    tools = tools or tool_schemas()
     episodes: list[dict[str, Any]] = []
     for row in rows:
         env = env_class()

@@ -31,7 +31,7 @@ def check_prompt_rows(cfg: TrainConfig, rows: list[dict]) -> None:
         raise DataError(f"{len(bad)} of {len(rows)} rows have no prompt (row indices: {bad[:20]}).",
                         "give every row a non-empty 'prompt': a string ({id, prompt[, tests, solution]}) or a list of "
                         "chat messages ({id, prompt, tools, reference} from `tunepack grpo-prompts --rows`).")
-    if cfg.environment is not None:
+    if cfg.environment is not None and cfg.environment.name == "coding":  # an OpenEnv environment owns its tasks
         check_env_rows(rows)
     if "tool_call" in set(cfg.grpo.rewards) | set(monitors(cfg, rows)):
         untooled = [str(r.get("id", i)) for i, r in enumerate(rows) if not r.get("tools") or "reference" not in r]
