@@ -15,7 +15,15 @@ from pydantic import Field, field_validator, model_validator
 
 from .data_section import HUB_ID, DataFormat, DataSection, TracesSection  # noqa: F401  (DataFormat: re-exported)
 from .eval_section import NEXT_ACTION, EvalSection
-from .methods import METHOD_RULES, RUN_SUFFIX, DistillSection, DpoSection, EnvironmentSection, GrpoSection, TeacherSection
+from .methods import (
+    METHOD_RULES,
+    RUN_SUFFIX,
+    DistillSection,
+    DpoSection,
+    EnvironmentSection,
+    GrpoSection,
+    TeacherSection,
+)
 from .section import Section, untitled  # noqa: F401  (untitled: re-exported for the traces models)
 
 ADAPTER_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*?(@v[1-9][0-9]*)?$")

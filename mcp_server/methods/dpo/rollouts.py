@@ -81,7 +81,7 @@ def rollout_pairs(paths: list[str], per_problem: int = 4) -> tuple[list[dict], d
     rows: list[dict] = []
     for problem, found in sorted(candidates.items()):
         good, bad, seen = [], [], set()
-        for verified, reward, step, path in sorted(found, key=lambda c: (-c[1], c[2], str(c[3]))):
+        for verified, reward, _step, path in sorted(found, key=lambda c: (-c[1], c[2], str(c[3]))):
             conv = conversations.get(str(path.resolve()))
             if conv is None:
                 continue
