@@ -80,7 +80,9 @@ def rollout_pairs(paths: list[str], per_problem: int = 4) -> tuple[list[dict], d
     conversations = _conversations([c[3] for found in candidates.values() for c in found])
     rows: list[dict] = []
     for problem, found in sorted(candidates.items()):
-        good, bad, seen = [], [], set()
+        good: list[tuple[float, dict, Path]] = []
+        bad: list[tuple[float, dict, Path]] = []
+        seen: set[str] = set()
         for verified, reward, _step, path in sorted(found, key=lambda c: (-c[1], c[2], str(c[3]))):
             conv = conversations.get(str(path.resolve()))
             if conv is None:
