@@ -147,7 +147,7 @@ def test_no_room_imports_a_face():
 def test_one_place_per_method_and_no_branch_on_a_methods_name_outside_it():
     from mcp_server.methods import METHODS
 
-    assert set(METHODS) == {"sft", "distill", "grpo", "grpo-env"}
+    assert set(METHODS) == {"sft", "distill", "grpo", "grpo-env", "dpo"}
     branch = re.compile(r"training\.method\s*(==|!=|in\b)|\bmethod\s*==\s*[\"'](sft|distill|grpo)")
     allowed = {"methods", "config"}  # the methods themselves; the config room's per-method rules (METHOD_RULES)
     found = [f"{path.relative_to(PACKAGE)}:{n}" for path in PACKAGE.rglob("*.py") if "assets" not in path.parts

@@ -17,6 +17,7 @@ Usage:
     tunepack approve [TOKEN | --list]
     tunepack budget show|set PROJECT [USD] [--yes]      tunepack budget set --total USD
     tunepack data inspect PATH | preview CONFIG --row N      tunepack tiny-model --data F -o DIR
+    tunepack dpo pairs RUN_DIR -o pairs.jsonl
 
 docs/commands.md's "MCP tool → CLI command" table maps every MCP tool to its command here.
 """
@@ -83,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     from ..harness.cli import add_setup_parser as add_setup
     from ..ledger.cli import add_parser as add_ledger
     from ..loop.cli import add_parser as add_loop
+    from ..methods.dpo.cli import add_parser as add_dpo
     from ..registry.cli import add_parser as add_export
     from ..report.cli import add_parser as add_results
     from ..research.cli import add_parser as add_research
@@ -98,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     pipeline.add_parsers(sub)
     for add in (jobs.add_parser, registry.add_parser, tracking.add_parser, add_eval, add_skills, add_viewer,
                 add_ledger, add_research, add_harness, add_sweep, _add_serve, add_traces, add_export,
-                add_setup, add_results, add_loop):
+                add_setup, add_results, add_loop, add_dpo):
         add(sub)
     return parser
 

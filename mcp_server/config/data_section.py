@@ -11,7 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from .section import Section
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-DataFormat = Literal["auto", "messages", "prompt_completion", "traces", "prompts"]
+DataFormat = Literal["auto", "messages", "prompt_completion", "traces", "prompts", "preference"]
 
 
 class TracesSection(Section):
@@ -52,7 +52,8 @@ class DataSection(Section):
         "traces = raw agent sessions (Pi, Claude Code, Codex, OpenCode, OpenAI chat) in data.path, or the session "
         "files of a Hub dataset repo in data.hub_id (at data.revision), converted to chat rows on the host before "
         "training (options in data.traces); prompts = prompt-only rows {id, prompt[, tests, solution]} for "
-        "training.method grpo (the model writes the completion, rewards score it).",
+        "training.method grpo (the model writes the completion, rewards score it); preference = {prompt, chosen, "
+        "rejected[, tools]} rows of messages for training.method dpo (`tunepack dpo pairs` builds them).",
     )
     traces: TracesSection | None = Field(None, description="Conversion options for data.format: traces.")
     split: str = Field("train", description="Split to train on.")

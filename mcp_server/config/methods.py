@@ -1,5 +1,5 @@
-"""The sections of the methods beyond SFT: distillation (teacher, distill), GRPO (grpo) and GRPO inside an
-environment (environment).
+"""The sections of the methods beyond SFT: distillation (teacher, distill), GRPO (grpo), GRPO inside an
+environment (environment) and preference optimisation (dpo).
 
 Each method's knobs live in its own section of TrainConfig; the cross-section rules (a teacher needs
 training.method distill, grpo needs prompt rows, ...) stay with TrainConfig's validators in schema.py.
@@ -218,6 +218,24 @@ class GrpoSection(Section):
         return self
 
 
+DpoLoss = Literal["sigmoid", "ipo", "hinge", "robust", "apo_zero", "apo_down", "sigmoid_norm"]  # TRL 1.16 has them
+
+
+class DpoSection(Section):
+    """Direct preference optimisation: rows {prompt, chosen, rejected} (conversational), the reference being the
+    starting model (the LoRA adapter switched off)."""
+
+    beta: float = Field(0.1, gt=0, le=10, description="How far the policy may move from the reference: the "
+                        "implicit reward is beta x (log-ratio to the reference); higher = stay closer.")
+    loss_type: DpoLoss = Field(
+        "sigmoid", description="TRL's DPO loss: sigmoid (the DPO paper's), ipo, hinge, robust (with "
+        "label_smoothing), apo_zero / apo_down (anchored), sigmoid_norm (length-normalised log-ratios).")
+    label_smoothing: float = Field(0.0, ge=0, lt=0.5, description="The share of pairs assumed mislabelled (robust "
+                                   "and sigmoid losses); 0 = trust every pair.")
+    eval_pairs: int = Field(64, ge=1, le=4096, description="At most this many held-out pairs measured before and "
+                            "after training (preference accuracy and chosen-minus-rejected margin).")
+
+
 # ---------------------------------------------------------------------------------------------
 # Each method's rules over the whole config (TrainConfig._method runs the ones of its training.method)
 # ---------------------------------------------------------------------------------------------
@@ -239,6 +257,14 @@ def _no_grpo(cfg) -> None:
         raise ValueError("the grpo section applies only to training.method: grpo; set it (or remove the section)")
     if cfg.data.format == "prompts":
         raise ValueError("data.format prompts (prompt-only rows) trains only with training.method: grpo")
+
+
+def _no_dpo(cfg) -> None:
+    if cfg.dpo != DpoSection():
+        raise ValueError("the dpo section applies only to training.method: dpo; set it (or remove the section)")
+    if cfg.data.format == "preference":
+        raise ValueError("data.format preference ({prompt, chosen, rejected} rows) trains only with "
+                         "training.method: dpo")
 
 
 def _distill(cfg) -> None:
@@ -301,10 +327,31 @@ def _openenv_sizing(cfg) -> None:
                          "allow as many)")
 
 
-METHOD_RULES = {"sft": (_no_teacher, _no_grpo), "distill": (_distill, _no_grpo), "grpo": (_no_teacher, _grpo)}
+def _dpo(cfg) -> None:
+    if cfg.data.format not in ("preference", "auto"):
+        raise ValueError(f"training.method dpo needs preference rows {{prompt, chosen, rejected}} (data.format: "
+                         f"preference), not '{cfg.data.format}'; build them from a run's rollouts with `tunepack dpo "
+                         "pairs RUN_DIR -o pairs.jsonl`")
+    cfg.data.format = "preference"
+    if cfg.model.adapter:
+        raise ValueError(f"model.adapter ({cfg.model.adapter}): DPO's reference is the model with the adapter off, "
+                         "so a starting adapter would be measured against the base, not against itself; remove "
+                         "model.adapter (DPO trains a new adapter on the base for now)")
+    if cfg.training.packing is True:
+        raise ValueError("training.packing: true does not apply to DPO: each pair is scored as two padded "
+                         "sequences; set training.packing: auto or false")
+    if cfg.distributed.processes > 1:
+        raise ValueError("DPO runs in one process for now; set distributed.processes: 1")
+    if cfg.data.eval_split:
+        raise ValueError("data.eval_split: DPO holds out pairs by prompt from data.path; use data.eval_fraction")
+
+
+METHOD_RULES = {"sft": (_no_teacher, _no_grpo, _no_dpo), "distill": (_distill, _no_grpo, _no_dpo),
+                "grpo": (_no_teacher, _grpo, _no_dpo), "dpo": (_no_teacher, _no_grpo, _dpo)}
 # what a run's default name says of its method (the registry name adds the method itself)
 RUN_SUFFIX = {
     "sft": lambda cfg: "",
     "distill": lambda cfg: f"-kd-l{cfg.distill.lmbda:g}-b{cfg.distill.beta:g}",
     "grpo": lambda cfg: f"-grpo-g{cfg.grpo.num_generations}" + (f"-{cfg.environment.name}" if cfg.environment else ""),
+    "dpo": lambda cfg: f"-dpo-b{cfg.dpo.beta:g}",
 }

@@ -15,7 +15,15 @@ from pydantic import Field, field_validator, model_validator
 
 from .data_section import HUB_ID, DataFormat, DataSection, TracesSection  # noqa: F401  (DataFormat: re-exported)
 from .eval_section import NEXT_ACTION, EvalSection
-from .methods import METHOD_RULES, RUN_SUFFIX, DistillSection, EnvironmentSection, GrpoSection, TeacherSection
+from .methods import (
+    METHOD_RULES,
+    RUN_SUFFIX,
+    DistillSection,
+    DpoSection,
+    EnvironmentSection,
+    GrpoSection,
+    TeacherSection,
+)
 from .section import Section, untitled  # noqa: F401  (untitled: re-exported for the traces models)
 
 ADAPTER_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*?(@v[1-9][0-9]*)?$")
@@ -105,10 +113,11 @@ class TrainingSection(Section):
         "auto", description="Activation checkpointing: trade about a third more compute for memory. auto = only "
         "when GPU memory needs it (never on CPU).")
     save_steps: int | None = Field(None, ge=1, description="Checkpoint every N steps (default: only at the end).")
-    method: Literal["sft", "distill", "grpo"] = Field(
+    method: Literal["sft", "distill", "grpo", "dpo"] = Field(
         "sft", description="sft = learn the recorded tokens; distill = learn a teacher's next-token distribution on "
         "the same tokens SFT trains (needs the teacher section; knobs in distill); grpo = group relative policy "
-        "optimisation on prompt-only rows (data.format prompts) with verifiable rewards (knobs in grpo).")
+        "optimisation on prompt-only rows (data.format prompts) with verifiable rewards (knobs in grpo); dpo = direct "
+        "preference optimisation on {prompt, chosen, rejected} rows (data.format preference; knobs in dpo).")
 
     @field_validator("max_steps")
     @classmethod
@@ -249,6 +258,7 @@ class TrainConfig(Section):
                                            "(training.method: distill).")
     distill: DistillSection = Field(default_factory=DistillSection)
     grpo: GrpoSection = Field(default_factory=GrpoSection)
+    dpo: DpoSection = Field(default_factory=DpoSection)
     environment: EnvironmentSection | None = Field(
         None, description="GRPO inside an environment: `coding` (or a mapping: name, max_turns, tool_budget, "
         "timeout_s, save_rollouts). Rows: MBPP prompts from `tunepack grpo-prompts` (one visible test, the rest "

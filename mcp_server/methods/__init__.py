@@ -1,5 +1,5 @@
 """Methods room: one place per way of training — SFT (sft.py), distillation (distill/), GRPO (grpo/), GRPO inside an
-environment (env/) — over the shared script machinery of train/ (render, the embedded helpers). The shared modules
+environment (env/), DPO (dpo/) — over the shared script machinery of train/ (render, the embedded helpers). The shared modules
 (pipeline, sweeps, the faces) ask ``method_of(cfg)`` what differs instead of branching on the method's name.
 
     write_script(cfg, "train.py")            # the config's method renders its own script
@@ -15,11 +15,12 @@ from ..staging import write_text_atomically
 from ..train.render import render
 from .base import Check, Method
 from .distill import DISTILL
+from .dpo import DPO
 from .env import ENV_GRPO
 from .grpo import GRPO
 from .sft import SFT
 
-METHODS: dict[str, Method] = {m.name: m for m in (SFT, DISTILL, GRPO, ENV_GRPO)}
+METHODS: dict[str, Method] = {m.name: m for m in (SFT, DISTILL, GRPO, ENV_GRPO, DPO)}
 
 
 def method_of(cfg: TrainConfig) -> Method:

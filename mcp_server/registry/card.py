@@ -36,6 +36,13 @@ def heldout_evaluation(manifest: dict, first: dict) -> dict:
     for GRPO), ``measured`` (what was measured on them; None when nothing was) and ``how`` to hold data out. Without
     held-out data a distillation run records ``distillation.heldout`` as ``{}`` and a GRPO run an empty curve."""
     dataset, distillation, grpo = manifest["dataset"], manifest.get("distillation"), manifest.get("grpo")
+    dpo = manifest.get("dpo")
+    if dpo:
+        found = dpo.get("heldout") or {}
+        measured = (f"the preference accuracy and chosen-minus-rejected margin on {found['before']['pairs']} pairs, "
+                    "before and after training" if found.get("before") and found.get("after") else None)
+        return {"rows": dpo.get("heldout_pairs") or 0, "unit": "pairs", "measured": measured,
+                "how": "to hold pairs out (by prompt), set data.eval_fraction (e.g. 0.2)"}
     if grpo:
         curve = grpo.get("curve") or []
         measured = (f"the reward on {curve[0]['n']} of them, {len(curve)} times from step {curve[0]['step']} to step "
@@ -77,7 +84,7 @@ def render_card(manifest: dict, summary: RunSummary | None, *, name: str, versio
         results_markdown=results_markdown.rstrip("\n"), script_sha256=manifest.get("script_sha256"),
         config_hash=manifest.get("config_hash"), git_commit=manifest.get("git_commit"),
         config_yaml=yaml.safe_dump(config, sort_keys=False), distillation=manifest.get("distillation"),
-        grpo=manifest.get("grpo"), lineage=manifest.get("lineage"), traces=manifest.get("traces"),
+        grpo=manifest.get("grpo"), dpo=manifest.get("dpo"), lineage=manifest.get("lineage"), traces=manifest.get("traces"),
         start=manifest.get("start"), memory=manifest.get("memory_plan"), heldout=heldout_evaluation(manifest, first),
     )
 

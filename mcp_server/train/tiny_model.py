@@ -151,21 +151,32 @@ def _training_texts(rows: list[dict], template: str, family: Family) -> list[str
                                        eos_token=family.eos)
     renderer.chat_template = template
     texts = []
+    pairs = bool(rows) and "chosen" in rows[0] and "rejected" in rows[0]
     prompts_only = bool(rows) and "prompt" in rows[0] and "completion" not in rows[0] and "messages" not in rows[0]
     fmt = "messages" if prompts_only or not rows else detect_format(rows[0].keys())
     for row in rows:
+        if pairs:  # DPO rows: the prompt with each answer
+            for answer in ("chosen", "rejected"):
+                messages, tools, _ = conversation({"prompt": row["prompt"], "completion": row[answer],
+                                                   "tools": row.get("tools")}, "prompt_completion")
+                texts.append(_rendered(renderer, messages, tools))
+            continue
         if prompts_only:  # GRPO rows: the prompt, and the reference solution where there is one
             messages = [{"role": "user", "content": str(row.get("prompt") or "")}]
             messages += [{"role": "assistant", "content": str(row["solution"])}] if row.get("solution") else []
             tools = None
         else:
             messages, tools, _ = conversation(row, fmt)
-        try:
-            # tokenize=False: the rendered text (a str)
-            texts.append(cast(str, renderer.apply_chat_template(messages, tools=tools, tokenize=False)))
-        except Exception:  # a row this template refuses (e.g. Llama's one call per turn): its raw text still counts
-            texts.append(json.dumps(messages, ensure_ascii=False))
+        texts.append(_rendered(renderer, messages, tools))
     return texts
+
+
+def _rendered(renderer, messages: list[dict], tools) -> str:
+    try:
+        # tokenize=False: the rendered text (a str)
+        return cast(str, renderer.apply_chat_template(messages, tools=tools, tokenize=False))
+    except Exception:  # a row this template refuses (e.g. Llama's one call per turn): its raw text still counts
+        return json.dumps(messages, ensure_ascii=False)
 
 
 def build_tokenizer(texts: list[str], family: Family, template: str, vocab_size: int):
