@@ -109,6 +109,21 @@ def test_the_pairs_command_writes_pairs_and_refuses_a_folder_without_rollouts(ro
     assert "environment.save_rollouts" in refused.stderr
 
 
+def test_the_pairs_tool_takes_the_same_path_as_the_command(rollouts):
+    """An agent without a shell: dpo_pairs (toolset ladder) writes the same rows the command does."""
+    from test_server import ok, session
+
+    out = rollouts["folder"] / "pairs-tool.jsonl"
+
+    async def call(client):
+        return ok(await client.call_tool("dpo_pairs", {"paths": [str(rollouts["run_dir"])], "output": str(out)}))
+
+    made = session(call, extra=("--toolsets", "core,ladder"))
+    assert (made["pairs"], made["problems_paired"], made["verified"], made["failed"], made["heldout"]) == (4, 4, 4, 4, 1)
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["chosen"] for r in written] == [r["chosen"] for r in rollouts["rows"]]
+
+
 def _tokenizer(folder: Path, data: Path):
     from transformers import AutoTokenizer
 

@@ -33,7 +33,7 @@ EXPECTED_TOOLS |= {"eval_start", "eval_results", "eval_ladder"}
 EXPECTED_TOOLS |= {"loop_cycle", "loop_status", "loop_schedule", "loop_sync"}
 EXPECTED_TOOLS |= {"ledger_propose", "ledger_claim", "ledger_record", "ledger_list", "ledger_report"}
 EXPECTED_TOOLS |= {"research_models", "research_datasets", "research_papers", "research_paper"}
-EXPECTED_TOOLS |= {"results_readme", "grpo_prompts"}
+EXPECTED_TOOLS |= {"results_readme", "grpo_prompts", "dpo_pairs"}
 EXPECTED_TOOLS |= {"sweep_plan", "sweep_submit", "sweep_status", "sweep_select", "sweep_report", "sweep_cancel"}
 PNG_MAGIC = b"\x89PNG"
 

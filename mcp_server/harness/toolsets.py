@@ -21,7 +21,7 @@ TOOLSETS: dict[str, tuple[str, ...]] = {
     "data": ("traces_convert", "traces_push", "registry_push"),
     "ledger": ("ledger_list", "ledger_propose", "ledger_claim", "ledger_record", "ledger_report"),
     "research": ("research_models", "research_datasets", "research_papers", "research_paper"),
-    "ladder": ("eval_ladder",),
+    "ladder": ("eval_ladder", "dpo_pairs"),
     "loop": ("loop_cycle", "loop_status", "loop_schedule", "loop_sync"),
 }
 DEFAULT = ("core",)

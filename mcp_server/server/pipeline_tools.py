@@ -189,4 +189,31 @@ def grpo_prompts(mbpp_path: Annotated[str, Field(description="MBPP's full jsonl.
     return PromptRows(**write_mbpp_prompts(mbpp_path, split, output, limit=limit))
 
 
-TOOLS = [pipeline_validate, pipeline_render, pipeline_preflight, pipeline_run, grpo_prompts]
+class PreferencePairs(BaseModel):
+    output: str = Field(description="The pairs written ({prompt, chosen, rejected, tools} rows): data.path of a "
+                                    "training.method dpo config.")
+    pairs: int
+    problems: int
+    problems_paired: int = Field(description="Problems with both a verified and a failed training rollout.")
+    verified: int
+    failed: int
+    heldout: int = Field(description="Held-out rollouts, left out (they measure; they never train).")
+    repeats: int
+
+
+@guarded
+def dpo_pairs(paths: Annotated[list[str], Field(description="A GRPO environment run's output folder (it holds "
+                                                            "rollouts/), or rollouts folders.", min_length=1)],
+              output: Annotated[str, Field(description="The pairs .jsonl to write.")],
+              per_problem: Annotated[int, Field(description="At most this many pairs per problem.", ge=1)] = 4
+              ) -> PreferencePairs:
+    """DPO preference pairs from an environment run's saved rollouts (the coding or an OpenEnv environment): each
+    problem's verified rollouts against its failed ones, cut where they part. Runs no code."""
+    from ..methods.dpo.rollouts import rollout_pairs, write_pairs
+
+    rows, report = rollout_pairs(paths, per_problem=per_problem)
+    out = write_pairs(rows, output, report)
+    return PreferencePairs(output=str(out), **{k: report[k] for k in PreferencePairs.model_fields if k != "output"})
+
+
+TOOLS = [pipeline_validate, pipeline_render, pipeline_preflight, pipeline_run, grpo_prompts, dpo_pairs]

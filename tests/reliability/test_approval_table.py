@@ -65,6 +65,7 @@ KIND: dict[str, str] = {
     "sweep_plan": NONE, "sweep_status": NONE, "sweep_select": NONE, "sweep_report": NONE,
     "results_readme": NONE,  # writes the named markdown file's marked section, nothing else
     "grpo_prompts": NONE,  # writes prompt rows; runs no code
+    "dpo_pairs": NONE,  # writes preference rows from saved rollouts; runs no code
     "loop_cycle": NONE, "loop_status": NONE,  # a cycle is a local job on this machine
     "loop_sync": NONE,  # reads the loop's Hub state; downloads its promoted adapter into the local registry
 }
