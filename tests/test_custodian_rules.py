@@ -25,6 +25,11 @@ def test_the_agents_code_paths_of_a_config():
     assert len(remote) == 1 and "model.trust_remote_code" in remote[0]
     unsafe = agent_code_paths(_cfg(training={"method": "grpo", "per_device_train_batch_size": 8}, grpo={"sandbox": "unsafe-host"}))
     assert len(unsafe) == 1 and "grpo.sandbox: unsafe-host" in unsafe[0]
+    grpo = {"training": {"method": "grpo", "per_device_train_batch_size": 4}, "grpo": {"num_generations": 4}}
+    served = agent_code_paths(_cfg(**grpo, environment={"name": "openenv", "env": "count_env:CountEnvironment"}))
+    assert len(served) == 1 and "environment.env (count_env:CountEnvironment)" in served[0]
+    assert agent_code_paths(_cfg(**grpo, environment={"name": "openenv", "base_url": "http://127.0.0.1:8000"})) == []
+    assert agent_code_paths(_cfg(**grpo, environment="coding")) == []  # the coding environment is sandboxed
     assert eval_code_paths(EvalSection(tasks=["humaneval"], sandbox="unsafe-host"))
     assert eval_code_paths(EvalSection(tasks=["humaneval"])) == []
 

@@ -1,5 +1,6 @@
 """Where a config makes its run execute code the agent can influence outside the eval kit's sandbox: the model's
-(or the teacher's) own modelling code, and an ``unsafe-host`` sandbox that runs generated code, rows' tests and
+(or the teacher's) own modelling code, an OpenEnv environment module started as a local server, and an
+``unsafe-host`` sandbox that runs generated code, rows' tests and
 reward files unisolated. Custodian mode refuses such a run on its own machine (approval/custodian.py).
 
 Generated code, rows' tests and solutions, reward files and the coding environment run in the sandbox (another
@@ -21,6 +22,10 @@ def agent_code_paths(cfg: TrainConfig) -> list[str]:
     if cfg.training.method == "grpo" and cfg.grpo.sandbox == "unsafe-host":
         found.append("grpo.sandbox: unsafe-host runs the completions, the rows' tests and solutions and the reward "
                      "files without isolation")
+    env = cfg.environment
+    if env is not None and env.name == "openenv" and env.env:
+        found.append(f"environment.env ({env.env}) starts that OpenEnv environment's server under this account, "
+                     "outside the sandbox (a server at environment.base_url runs wherever it was started)")
     found += eval_code_paths(cfg.eval)
     return found
 
