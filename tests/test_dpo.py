@@ -37,7 +37,6 @@ def test_a_dpo_config_takes_preference_rows_and_names_its_runs():
 
 @pytest.mark.parametrize(("changes", "named"), [
     ({"data": {"format": "messages"}}, "training.method dpo needs preference rows"),
-    ({"model": {"adapter": "earlier-sft"}}, "model.adapter (earlier-sft): DPO's reference"),
     ({"training": {"packing": True}}, "training.packing: true does not apply to DPO"),
     ({"training": {"method": "sft"}, "dpo": {"beta": 0.5}}, "the dpo section applies only to training.method: dpo"),
     ({"training": {"method": "sft"}, "data": {"format": "preference"}}, "trains only with training.method: dpo"),

@@ -38,7 +38,7 @@ def run(tmp_path_factory) -> dict:
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     manifest = json.loads((Path(result["adapter_path"]) / "tunepack_manifest.json").read_text())
-    return {"result": result, "manifest": manifest, "built": built.stdout}
+    return {"result": result, "manifest": manifest, "built": built.stdout, "config": config, "folder": folder}
 
 
 def test_the_held_out_margin_rises(run):
@@ -80,3 +80,23 @@ def test_trackio_has_the_dpo_metrics(run):
     summary = TrackioStore(os.environ["TRACKIO_DIR"]).summary("dpo-e2e", run["result"]["trackio_run"])
     assert summary.last["eval/dpo/margin"] > summary.first["eval/dpo/margin"]
     assert "rewards/margins" in summary.last and "rewards/accuracies" in summary.last
+
+
+def test_dpo_trains_a_registered_adapter_further(run):
+    """model.adapter: DPO from an earlier rung's adapter (here the run above), TRL's frozen copy of it as the
+    reference. The same held-out pairs score the same before as they did after the first run: the start is loaded."""
+    start = f"{run['result']['registry_name']}@v{run['result']['registry_version']}"
+    config = {**run["config"], "model": {"name": "tiny:qwen3", "adapter": start},
+              "training": {**run["config"]["training"], "max_steps": 2}, "output": {"name": "dpo-further"}}
+    path = run["folder"] / "further.yaml"
+    path.write_text(yaml.safe_dump(config))
+    done = run_cli("run", str(path), "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    adapter = Path(result["adapter_path"])
+    manifest = json.loads((adapter / "tunepack_manifest.json").read_text())
+    assert manifest["dpo"]["reference"] == f"the starting adapter {start} (a frozen copy)"
+    before, first = manifest["dpo"]["heldout"]["before"], run["manifest"]["dpo"]["heldout"]["after"]
+    assert before["pairs"] == first["pairs"] and before["margin"] == pytest.approx(first["margin"], rel=1e-3)
+    assert [r["method"] for r in manifest["lineage"]] == ["dpo", "dpo"]
+    assert not (adapter / "ref").exists() and (adapter / "adapter_model.safetensors").is_file()

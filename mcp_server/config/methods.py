@@ -333,10 +333,6 @@ def _dpo(cfg) -> None:
                          f"preference), not '{cfg.data.format}'; build them from a run's rollouts with `tunepack dpo "
                          "pairs RUN_DIR -o pairs.jsonl`")
     cfg.data.format = "preference"
-    if cfg.model.adapter:
-        raise ValueError(f"model.adapter ({cfg.model.adapter}): DPO's reference is the model with the adapter off, "
-                         "so a starting adapter would be measured against the base, not against itself; remove "
-                         "model.adapter (DPO trains a new adapter on the base for now)")
     if cfg.training.packing is True:
         raise ValueError("training.packing: true does not apply to DPO: each pair is scored as two padded "
                          "sequences; set training.packing: auto or false")
