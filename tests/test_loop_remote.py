@@ -164,8 +164,7 @@ def test_a_scheduled_loop_reads_its_sessions_from_the_hub(tmp_path):
 def test_loop_schedule_asks_a_human_for_its_whole_bound(hub, tmp_path):
     """An agent's way in, from a client that can ask: the question names every cycle together (max_cycles x one
     cycle's worst case), a no creates nothing, a yes creates the state repo and the schedule, charged the bound."""
-    import mcp_types as t
-    from test_server import ok, session, text
+    from test_server import answering, ok, session, text
 
     retention_set(tmp_path)
     train_config(tmp_path / "train.yaml")
@@ -175,13 +174,10 @@ def test_loop_schedule_asks_a_human_for_its_whole_bound(hub, tmp_path):
     spec.write_text(yaml.safe_dump({"name": name, "config": "train.yaml", "sources": [f"hf://datasets/{SESSIONS}"],
                                     "max_cycles": 3, "retention": {"path": "general.jsonl"}}))
     call = {"spec_path": str(spec), "flavor": "a10g-small", "timeout_s": 1800, "schedule": "@daily"}
-    asked = []
+    asked: list[str] = []
 
     def answer(action):
-        async def callback(context, request):
-            asked.append(request.message)
-            return t.ElicitResult(action=action, content={"approve": True} if action == "accept" else None)
-        return callback
+        return answering(action, asked)
 
     missing = session(lambda c: c.call_tool("loop_schedule", call), elicit=answer("accept"),
                       extra=("--toolsets", "core,loop"))  # the sessions are not pushed yet: refused before a quote

@@ -288,14 +288,19 @@ PAID = {"script_path": str(REPO / "bench" / "spine.py"), "backend": "hf", "flavo
         "timeout_s": 1800, "project": "approvals"}
 
 
+def answering(action: str, asked: list):
+    """An elicitation callback that records each question and answers accept (approve) or decline."""
+    async def callback(context, request):
+        asked.append(request.message)
+        return t.ElicitResult(action=action, content={"approve": True} if action == "accept" else None)
+    return callback
+
+
 def test_elicitation_accept_and_decline(hub):
-    asked = []
+    asked: list[str] = []
 
     def answer(action):
-        async def callback(context, request):
-            asked.append(request.message)
-            return t.ElicitResult(action=action, content={"approve": True} if action == "accept" else None)
-        return callback
+        return answering(action, asked)
 
     accepted = session(lambda c: c.call_tool("jobs_submit", PAID), elicit=answer("accept"))
     declined = session(lambda c: c.call_tool("jobs_submit", PAID), elicit=answer("decline"))
