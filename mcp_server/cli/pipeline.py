@@ -8,6 +8,7 @@ Usage:
     tunepack run examples/demo.yaml        |  tunepack run CONFIG --backend hf --flavor a10g-small --timeout 7200
     tunepack grpo-prompts --mbpp mbpp.jsonl --split train -o train.jsonl  |  grpo-prompts --rows rows.jsonl -o p.jsonl
     tunepack env-trajectories train.jsonl -o warm.jsonl            # scripted coding-environment episodes, SFT rows
+    tunepack env-trajectories tasks.jsonl -o warm.jsonl --openenv count_env:CountEnvironment --env-path DIR
     tunepack tiny-model --data examples/data/agent_traces.jsonl -o /tmp/tiny [--family llama3]
     tunepack budget show|set PROJECT [USD]  |  tunepack data inspect PATH | preview CONFIG --row N
 """
@@ -93,10 +94,16 @@ def _add_grpo_data_commands(sub) -> None:
     p.set_defaults(func=cmd_grpo_prompts)
 
     p = sub.add_parser("env-trajectories", help="scripted episodes of the coding environment (the reference solution "
-                       "run, tested, answered) as SFT rows with the tools: a warm start before environment GRPO")
-    p.add_argument("rows", help="prompt rows with hidden tests (`tunepack grpo-prompts --mbpp` output)")
+                       "run, tested, answered) or of an OpenEnv environment (each row's own actions) as SFT rows with "
+                       "the tools: a warm start before environment GRPO")
+    p.add_argument("rows", help="prompt rows with hidden tests (`tunepack grpo-prompts --mbpp` output); with --openenv, "
+                   "task rows with 'actions' (the tool's arguments, one object per call) and optionally 'answer'")
     p.add_argument("-o", "--output", required=True)
-    p.add_argument("--policy", default="reference", choices=["reference", "no-code"])
+    p.add_argument("--policy", default="reference", choices=["reference", "no-code"], help="the coding environment's")
+    p.add_argument("--openenv", metavar="MODULE:CLASS|URL",
+                   help="an OpenEnv environment instead: its class (started here, on --env-path) or a running server")
+    p.add_argument("--env-path", default=".", help="with --openenv MODULE:CLASS: the folder holding its module")
+    p.add_argument("--tool", default="act", help="with --openenv: the tool's name, as environment.tool (default act)")
     p.add_argument("--sandbox", default="auto", choices=["auto", "namespaces", "confined", "unsafe-host"])
     p.add_argument("--limit", type=int, default=None, help="the first N rows only")
     p.set_defaults(func=cmd_env_trajectories)
@@ -288,11 +295,26 @@ def cmd_env_trajectories(args) -> None:
 
     if not Path(args.rows).is_file():
         raise DataError(f"{args.rows} is not a file.", "point at prompt rows, e.g. from `tunepack grpo-prompts --mbpp`.")
+    if args.openenv:
+        _openenv_trajectories(args)
+        return
     rows = [r for r in read_local_rows(args.rows) if r.get("solution")][:args.limit]
     if not rows:
         raise DataError(f"{args.rows} has no row with a reference 'solution' to script.",
                         "write the rows with `tunepack grpo-prompts --mbpp FILE` (they carry the reference solution).")
     out_rows, report = trajectory_rows(rows, args.policy, sandbox=args.sandbox)
+    out = _write_rows(args.output, out_rows)
+    print(json.dumps({**report, "output": str(out)}, indent=2))
+
+
+def _openenv_trajectories(args) -> None:
+    from ..methods.env.openenv_trajectories import openenv_trajectory_rows
+    from ..train.data import read_local_rows
+
+    url = args.openenv.startswith(("http://", "https://"))
+    out_rows, report = openenv_trajectory_rows(read_local_rows(args.rows)[:args.limit],
+                                               env=None if url else args.openenv, env_path=args.env_path,
+                                               base_url=args.openenv if url else None, tool=args.tool)
     out = _write_rows(args.output, out_rows)
     print(json.dumps({**report, "output": str(out)}, indent=2))
 

@@ -28,13 +28,14 @@ import urllib.request
 
 SERVER = r'''
 import importlib, sys, typing
+
+target, most, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+module, _, name = target.partition(":")
+cls = getattr(importlib.import_module(module), name)  # first: a wrong target fails before the server's imports
 import uvicorn
 from openenv.core.env_server.http_server import create_fastapi_app
 from openenv.core.env_server.interfaces import Environment
 
-target, most, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-module, _, name = target.partition(":")
-cls = getattr(importlib.import_module(module), name)
 found = None
 for klass in cls.__mro__:
     for base in getattr(klass, "__orig_bases__", ()):
