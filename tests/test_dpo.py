@@ -38,6 +38,7 @@ def test_a_dpo_config_takes_preference_rows_and_names_its_runs():
 @pytest.mark.parametrize(("changes", "named"), [
     ({"data": {"format": "messages"}}, "training.method dpo needs preference rows"),
     ({"training": {"packing": True}}, "training.packing: true does not apply to DPO"),
+    ({"data": {"eval_sessions": ["s1"]}}, "holds out prompts: use data.eval_fraction (pairs are held out by prompt)"),
     ({"training": {"method": "sft"}, "dpo": {"beta": 0.5}}, "the dpo section applies only to training.method: dpo"),
     ({"training": {"method": "sft"}, "data": {"format": "preference"}}, "trains only with training.method: dpo"),
     ({"dpo": {"loss_type": "kto"}}, "dpo.loss_type"),

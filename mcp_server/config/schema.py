@@ -295,9 +295,10 @@ class TrainConfig(Section):
         if self.data.format == "traces" and self.data.held_out and "tasks" not in self.eval.model_fields_set:
             self.eval.tasks = [NEXT_ACTION]  # a traces run with held-out sessions is scored on them by default
         if self.data.eval_sessions and self.training.method != "sft" and self.training.method != "distill":
+            where = ("data.eval_fraction (pairs are held out by prompt)" if self.training.method == "dpo"
+                     else "data.eval_fraction or grpo.heldout_path")
             raise ValueError("data.eval_sessions names agent sessions to hold out, and "
-                             f"training.method {self.training.method} holds out prompts: use data.eval_fraction or "
-                             "grpo.heldout_path")
+                             f"training.method {self.training.method} holds out prompts: use {where}")
         if self.output.register_when == "beats_base" and not self.eval.tasks:
             raise ValueError("output.register_when beats_base keeps the adapter only when the config's eval shows it beats "
                              "the base, and eval.tasks is empty: name the tasks (e.g. [next-action] with "
