@@ -226,6 +226,7 @@ _ELSEWHERE = {
     "ShapingError": "mcp_server.evals.kit.shaping",  # row shaping, embedded likewise
     "ResponseParsingError": "mcp_server.train.response_parsing",  # TRL's tool loop: no tunepack parser for a template
     "VocabMismatch": "mcp_server.methods.distill.vocab_check",  # teacher vs student ids, embedded in the distillation script
+    "OpenEnvError": "mcp_server.evals.kit.openenv_env",  # an OpenEnv server that will not start or answer, in GRPO's script
 }
 
 

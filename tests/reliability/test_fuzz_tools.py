@@ -125,6 +125,11 @@ def _workspace(root: Path) -> Sandbox:
     (ws / "sweep.yaml").write_text(json.dumps({
         "name": "fuzz-sweep", "base": "config.yaml", "grid": {"training.learning_rate": [0.001, 0.002]},
         "max_concurrent": 1, "metric": {"name": "loss", "direction": "min"}, "budget_usd": 5}))
+    (ws / "loop-train.yaml").write_text(json.dumps({  # a loop reading its sessions from the Hub: it can be quoted
+        "model": {"name": "Qwen/Qwen3-0.6B"}, "data": {"path": "data.jsonl"}, "output": {"name": "fuzz-loop"}}))
+    (ws / "loop.yaml").write_text(json.dumps({
+        "name": "fuzz-loop", "config": "loop-train.yaml", "sources": ["hf://datasets/alice/fuzz-sessions"],
+        "max_cycles": 2, "retention": {"path": "data.jsonl"}}))
     _adapter(box, ws / "adapter")
     (ws / "script.py").write_text("print('hello from a fuzzed job')\n")
     (ws / "notes.txt").write_text("not a dataset\n")
@@ -516,6 +521,9 @@ def sandbox(tmp_path_factory):
     box = _workspace(tmp_path_factory.mktemp("fuzz"))
     hub, viewer = HubStandIn(run_jobs=False), ViewerStandIn()
     hub.__enter__()
+    from support.remote import seed_folder
+
+    seed_folder(hub, "alice/fuzz-sessions", box.workspace / "sessions", "dataset")  # what loop.yaml reads
     viewer.thread.start()  # its exit check (documented request shapes) is not what this module tests
     box.hub, box.viewer = hub, viewer
     yield box
@@ -593,7 +601,8 @@ PAID = {"pipeline_run": {"config_path": "config.yaml"},
         "sweep_submit": {"spec_path": "sweep.yaml"},
         "eval_start": {"name": "fuzz-run", "backend": "hf", "flavor": "a10g-small", "timeout_s": 1800},
         "registry_publish": {"name": "fuzz-run", "repo_id": "alice/fuzz-run", "private": False},
-        "traces_push": {"repo": "alice/fuzz-traces", "paths": ["sessions"], "public": True}}
+        "traces_push": {"repo": "alice/fuzz-traces", "paths": ["sessions"], "public": True},
+        "loop_schedule": {"spec_path": "loop.yaml", "flavor": "a10g-small", "timeout_s": 1800}}
 
 
 @pytest.mark.parametrize("tool", SPENDING)
