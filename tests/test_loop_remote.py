@@ -149,7 +149,7 @@ def test_a_run_is_refused_past_the_approved_cycles_or_spend(monkeypatch):
 
 def test_a_scheduled_loop_reads_its_sessions_from_the_hub(tmp_path):
     from mcp_server.errors import LoopError
-    from mcp_server.loop.remote import check_remote_spec
+    from mcp_server.loop.schedule import check_remote_spec
     from mcp_server.loop.spec import load_spec
 
     (tmp_path / "loop.yaml").write_text(yaml.safe_dump({

@@ -11,7 +11,7 @@ gain with retention kept (decide.py). The state (state.py) makes a cycle resumab
     tunepack loop schedule loop.yaml --backend hf --flavor F --timeout S   # each cycle a scheduled HF job
     tunepack loop sync NAME              # the adapter the HF loop promoted, into the local registry
 
-On HF Jobs (remote.py, remote_job.py) the loop's state lives in a Hub repo, the job refuses to train past the
+On HF Jobs (schedule.py, remote.py, remote_job.py) the loop's state lives in a Hub repo, the job refuses to train past the
 approved cycles or spend and suspends its schedule, and promotions carry the adapter repo's tag ``current``.
 """
 

@@ -5,7 +5,7 @@ Usage:
     tunepack loop status NAME [--json]          # the cycles, their decisions and reasons, the adapter in use
     tunepack loop cron loop.yaml [--at "0 3 * * 1"]   # the crontab line that runs a cycle on a schedule
     tunepack loop schedule loop.yaml --backend hf --flavor a10g-small --timeout 3600 [--at @weekly]
-                       [--max-spend USD] [--yes]        # a scheduled HF job runs each cycle (remote.py)
+                       [--max-spend USD] [--yes]        # a scheduled HF job runs each cycle (schedule.py)
     tunepack loop sync NAME [--state-repo NS/REPO]      # the promoted adapter into the local registry
 """
 
@@ -94,7 +94,7 @@ def run_cron(args) -> None:
 
 def run_schedule(args) -> None:
     from ..approval import Consent
-    from .remote import schedule_loop
+    from .schedule import schedule_loop
 
     done = schedule_loop(args.spec, flavor=args.flavor, timeout_s=args.timeout, schedule=args.at,
                          max_spend_usd=args.max_spend, consent=Consent.keyboard(args.yes))

@@ -74,7 +74,7 @@ def ask_to_schedule(ctx: Context, spec_path: LoopSpecPath, flavor: ScheduleFlavo
         return None
     try:
         from ..loop import load_spec
-        from ..loop.remote import check_remote_spec, check_sources_exist
+        from ..loop.schedule import check_remote_spec, check_sources_exist
 
         spec = load_spec(spec_path)
         check_remote_spec(spec)
@@ -110,7 +110,7 @@ def loop_schedule(ctx: Context, spec_path: LoopSpecPath, approval: ScheduleAppro
     """Run the loop on HF Jobs: a scheduled job runs one cycle each time it fires, its state (cycles, sessions
     consumed, frozen hashes, spend) in a Hub repo; it refuses past max_cycles or the spend bound and suspends its
     schedule. Paid: a human approves the whole bound (elicitation, or a quote's approval_token)."""
-    from ..loop.remote import schedule_loop
+    from ..loop.schedule import schedule_loop
 
     done = schedule_loop(spec_path, flavor=flavor, timeout_s=timeout_s, schedule=schedule,
                          max_spend_usd=max_spend_usd, consent=consent_from(approval, approval_token, ctx))
