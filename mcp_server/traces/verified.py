@@ -21,7 +21,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from ..evals.kit.rollouts import meta_of
+from ..evals.kit.rollouts import training_rollouts
 
 
 def _trajectory_key(path: Path) -> str:
@@ -42,15 +42,7 @@ def verified_sources(sources: list[tuple[str, Path]], per_problem: int | None = 
               "problems": 0}
     by_problem: dict[str, list[tuple[float, int, str, Path, str]]] = defaultdict(list)
     lineage: list[dict] = []
-    for fmt, path in sources:
-        meta = meta_of(path) if Path(path).is_file() else None
-        if meta is None:
-            counts["not_rollouts"] += 1
-            continue
-        counts["rollouts"] += 1
-        if meta.get("split") not in (None, "train"):
-            counts["heldout"] += 1
-            continue
+    for (fmt, path), meta in training_rollouts(sources, counts):
         if not meta.get("verified"):
             counts["failed"] += 1
             continue

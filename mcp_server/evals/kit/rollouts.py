@@ -106,3 +106,20 @@ def meta_of(path: str | Path) -> dict | None:
             data = entry.get("data")
             return data if isinstance(data, dict) else None
     return None
+
+
+def training_rollouts(items, counts: dict):
+    """The training rollouts among ``items`` (paths, or (anything, path) pairs), each with its rollout data:
+    ``(item, meta)``. Counts ``rollouts``, ``not_rollouts`` and ``heldout`` in ``counts``: rollouts of the held-out
+    curve and of eval tasks measure, they never train."""
+    for item in items:
+        path = item[1] if isinstance(item, tuple) else item
+        meta = meta_of(path) if Path(path).is_file() else None
+        if meta is None:
+            counts["not_rollouts"] += 1
+            continue
+        counts["rollouts"] += 1
+        if meta.get("split") not in (None, "train"):
+            counts["heldout"] += 1
+            continue
+        yield item, meta

@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from ...errors import DataError
-from ...evals.kit.rollouts import meta_of
+from ...evals.kit.rollouts import training_rollouts
 from .pairs import cut_pair
 
 
@@ -58,15 +58,7 @@ def rollout_pairs(paths: list[str], per_problem: int = 4) -> tuple[list[dict], d
     counts = {"rollouts": 0, "not_rollouts": 0, "heldout": 0, "verified": 0, "failed": 0, "repeats": 0,
               "problems": 0, "problems_paired": 0, "pairs": 0}
     candidates: dict[str, list[tuple[bool, float, int, Path]]] = defaultdict(list)
-    for path in _rollout_files(paths):
-        meta = meta_of(path)
-        if meta is None:
-            counts["not_rollouts"] += 1
-            continue
-        counts["rollouts"] += 1
-        if meta.get("split") not in (None, "train"):
-            counts["heldout"] += 1
-            continue
+    for path, meta in training_rollouts(_rollout_files(paths), counts):
         verified = bool(meta.get("verified"))
         counts["verified" if verified else "failed"] += 1
         step = meta["step"] if isinstance(meta.get("step"), int) else 0
